@@ -1,0 +1,43 @@
+#pragma once
+// A small fixed pool of worker threads. The calling thread takes part in the work, so a pool of
+// n threads starts n - 1 workers. Thread count is always an explicit option, never a global.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace snapkv {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(thread_index, n_threads) on every thread of the pool and returns when all are done.
+  // Work splitting is left to fn, so kernels can partition rows in the way that suits them.
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+  // Splits [0, n) into contiguous ranges, at most one per thread, and calls fn(begin, end).
+  void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+ private:
+  void worker(int ith);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace snapkv
