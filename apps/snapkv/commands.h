@@ -1,0 +1,17 @@
+#pragma once
+// Each subcommand registers its flags on the app and returns the function that runs it.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace snapkv::cli {
+
+using Action = std::function<int()>;
+
+Action add_run(CLI::App& app);
+Action add_inspect(CLI::App& app);
+
+// The model used when -m is not given: the one scripts/setup.sh downloads.
+inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+}  // namespace snapkv::cli

@@ -1,0 +1,43 @@
+// snapkv: one binary, one subcommand per job. Errors inside the engine are typed exceptions;
+// here they become one line on stderr and a non-zero exit status.
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"snapkv: long-context LLM inference with a SnapKV-compressed KV cache"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, snapkv::cli::Action> actions;
+  auto add = [&](const char* name, const char* help, auto add_fn) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    actions[sub] = add_fn(*sub);
+  };
+  add("run", "answer a prompt with a GGUF model", snapkv::cli::add_run);
+  add("inspect", "print a GGUF file's architecture, tokenizer and tensors", snapkv::cli::add_inspect);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, action] : actions) {
+      if (sub->parsed()) return action();
+    }
+  } catch (const snapkv::Error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory (try a smaller --ctx)\n");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

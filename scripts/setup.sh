@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Everything a fresh clone needs: Debian packages, the default model, a Release build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+bash scripts/download_model.sh
+bash scripts/build.sh release

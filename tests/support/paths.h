@@ -1,0 +1,26 @@
+#pragma once
+// Locations of test inputs. The default model is downloaded by scripts/setup.sh; a test that
+// needs it fails (never skips) when it is missing, with a message saying how to get it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace snapkv::test {
+
+inline std::string source_dir() {
+  const char* env = std::getenv("SNAPKV_SOURCE_DIR");
+  return env ? env : SNAPKV_SOURCE_DIR;
+}
+
+inline std::string fixture_path(const std::string& name) { return source_dir() + "/tests/fixtures/" + name; }
+
+inline std::string default_model_path() {
+  const std::string p = source_dir() + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(p)) {
+    ADD_FAILURE() << p << " is missing: run `bash scripts/setup.sh` (it downloads the default model)";
+  }
+  return p;
+}
+
+}  // namespace snapkv::test

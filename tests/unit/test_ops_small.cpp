@@ -1,0 +1,79 @@
+// Hand-computed checks of the small ops: RMSNorm, RoPE (both pairings), SwiGLU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+
+namespace snapkv {
+namespace {
+
+TEST(RmsNorm, HandComputed) {
+  const std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> w = {1, 1, 2, 0.5f};
+  std::vector<float> y(4);
+  rms_norm(x.data(), w.data(), y.data(), 1, 4, 0.0f);
+  const float s = 1.0f / std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+  EXPECT_FLOAT_EQ(y[0], 1 * s);
+  EXPECT_FLOAT_EQ(y[2], 3 * s * 2);
+  EXPECT_FLOAT_EQ(y[3], 4 * s * 0.5f);
+}
+
+TEST(Rope, NormalRotatesAdjacentPairs) {
+  RopeParams p;
+  p.mode = RopeMode::kNormal;
+  p.n_rot = 4;
+  p.freq_base = 100.0;
+  const auto inv = p.inv_freq();
+  ASSERT_EQ(inv.size(), 2u);
+  EXPECT_DOUBLE_EQ(inv[1], 0.1);  // 100^(-2/4)
+  std::vector<float> x = {1, 0, 1, 0};
+  const int32_t pos = 2;
+  rope(x.data(), &pos, 1, 1, 4, p, inv);
+  EXPECT_NEAR(x[0], std::cos(2.0), 1e-6);
+  EXPECT_NEAR(x[1], std::sin(2.0), 1e-6);
+  EXPECT_NEAR(x[2], std::cos(0.2), 1e-6);
+  EXPECT_NEAR(x[3], std::sin(0.2), 1e-6);
+}
+
+TEST(Rope, NeoxRotatesHalvesAndKeepsUnrotatedTail) {
+  RopeParams p;
+  p.mode = RopeMode::kNeox;
+  p.n_rot = 4;
+  p.freq_base = 100.0;
+  const auto inv = p.inv_freq();
+  std::vector<float> x = {1, 1, 0, 0, 7, 8};  // head_dim 6, last 2 not rotated
+  const int32_t pos = 3;
+  rope(x.data(), &pos, 1, 1, 6, p, inv);
+  EXPECT_NEAR(x[0], std::cos(3.0), 1e-6);
+  EXPECT_NEAR(x[2], std::sin(3.0), 1e-6);
+  EXPECT_NEAR(x[1], std::cos(0.3), 1e-6);
+  EXPECT_NEAR(x[3], std::sin(0.3), 1e-6);
+  EXPECT_EQ(x[4], 7);
+  EXPECT_EQ(x[5], 8);
+}
+
+TEST(Rope, LinearScalingAndFreqFactors) {
+  RopeParams p;
+  p.n_rot = 4;
+  p.freq_base = 100.0;
+  p.freq_scale = 0.5;
+  p.freq_factors = {1.0f, 4.0f};
+  const auto inv = p.inv_freq();
+  EXPECT_DOUBLE_EQ(inv[0], 0.5);
+  EXPECT_DOUBLE_EQ(inv[1], 0.1 * 0.5 / 4.0);
+}
+
+TEST(SwiGlu, HandComputed) {
+  std::vector<float> g = {0.0f, 1.0f, -2.0f};
+  const std::vector<float> u = {3.0f, 2.0f, 1.0f};
+  silu_mul_inplace(g.data(), u.data(), 3);
+  EXPECT_FLOAT_EQ(g[0], 0.0f);
+  EXPECT_NEAR(g[1], 1.0 / (1.0 + std::exp(-1.0)) * 2.0, 1e-6);
+  EXPECT_NEAR(g[2], -2.0 / (1.0 + std::exp(2.0)), 1e-6);
+}
+
+}  // namespace
+}  // namespace snapkv
