@@ -1,3 +1,12 @@
+// Flash-style attention, compiled per SIMD target (Highway foreach_target) and dispatched at
+// run time. A work item is one KV head and a tile of query tokens; its rows are the tile's
+// tokens times the query heads of that KV head's group. Keys are visited in blocks of kKeyBlock
+// with an online softmax (running max m, running sum l, rescaled accumulator).
+//
+// Scores for many rows: the key block is transposed once to KT [d][kKeyBlock], so a row's
+// scores accumulate with one broadcast FMA per dimension across all keys of the block (no
+// horizontal sums). For few rows (decode) transposing costs more than it saves, so each score is a
+// direct dot product.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -5,33 +14,145 @@
 #include <limits>
 #include <vector>
 
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/attention.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#ifndef SNAPKV_OPS_ATTENTION_CONSTANTS_
+#define SNAPKV_OPS_ATTENTION_CONSTANTS_
+namespace snapkv::attention_detail {
+inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
+inline constexpr int kTokenTile = 8;   // query tokens that share each key block
+inline constexpr int kTransposeMinRows = 8;
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace snapkv::attention_detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
 namespace snapkv {
+namespace HWY_NAMESPACE {
 namespace {
 
-constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
-constexpr int kTokenTile = 8;   // query tokens that share each key block
+namespace hn = hwy::HWY_NAMESPACE;
+using namespace attention_detail;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
 
-float dot(const float* a, const float* b, int n) {
-  // Eight independent partial sums let the compiler vectorize without reassociating one sum.
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+float Dot(const float* a, const float* b, int d) {
+  const DF df;
+  const int n = static_cast<int>(hn::Lanes(df));
+  VF s0 = hn::Zero(df), s1 = hn::Zero(df);
   int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  for (; i + 2 * n <= d; i += 2 * n) {
+    s0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(df, a + i + n), hn::LoadU(df, b + i + n), s1);
   }
-  float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  for (; i < n; ++i) r += a[i] * b[i];
+  for (; i + n <= d; i += n) s0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), s0);
+  float r = hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1)));
+  for (; i < d; ++i) r += a[i] * b[i];
   return r;
 }
 
-// One KV head against a tile of query rows (tokens x heads of its group).
-void attend_tile(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, int h0, int n_group,
+// acc[0..d) = acc * c + sum_j p[j] * v[j][0..d)
+void AccumulateValues(float* acc, float c, const float* p, const float* v, int nb, int d) {
+  const DF df;
+  const int n = static_cast<int>(hn::Lanes(df));
+  const VF vc = hn::Set(df, c);
+  int i = 0;
+  // Four vectors of the accumulator row stay in registers across all keys of the block.
+  for (; i + 4 * n <= d; i += 4 * n) {
+    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc), a1 = hn::Mul(hn::LoadU(df, acc + i + n), vc);
+    VF a2 = hn::Mul(hn::LoadU(df, acc + i + 2 * n), vc), a3 = hn::Mul(hn::LoadU(df, acc + i + 3 * n), vc);
+    for (int j = 0; j < nb; ++j) {
+      if (p[j] == 0.0f) continue;
+      const VF pj = hn::Set(df, p[j]);
+      const float* vj = v + static_cast<size_t>(j) * d + i;
+      a0 = hn::MulAdd(pj, hn::LoadU(df, vj), a0);
+      a1 = hn::MulAdd(pj, hn::LoadU(df, vj + n), a1);
+      a2 = hn::MulAdd(pj, hn::LoadU(df, vj + 2 * n), a2);
+      a3 = hn::MulAdd(pj, hn::LoadU(df, vj + 3 * n), a3);
+    }
+    hn::StoreU(a0, df, acc + i);
+    hn::StoreU(a1, df, acc + i + n);
+    hn::StoreU(a2, df, acc + i + 2 * n);
+    hn::StoreU(a3, df, acc + i + 3 * n);
+  }
+  for (; i + n <= d; i += n) {
+    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
+    for (int j = 0; j < nb; ++j) {
+      a0 = hn::MulAdd(hn::Set(df, p[j]), hn::LoadU(df, v + static_cast<size_t>(j) * d + i), a0);
+    }
+    hn::StoreU(a0, df, acc + i);
+  }
+  for (; i < d; ++i) {
+    float a = acc[i] * c;
+    for (int j = 0; j < nb; ++j) a += p[j] * v[static_cast<size_t>(j) * d + i];
+    acc[i] = a;
+  }
+}
+
+// s[0..kKeyBlock) = q . KT[:, j] for every key of the block (KT zero-padded past nb).
+void ScoresTransposed(const float* q, const float* kt, int d, float* s) {
+  const DF df;
+  constexpr int kMaxVecs = kKeyBlock / static_cast<int>(hn::MaxLanes(DF()));
+  const int n = static_cast<int>(hn::Lanes(df));
+  const int nv = kKeyBlock / n;
+  VF acc[kMaxVecs];
+  for (int c = 0; c < nv; ++c) acc[c] = hn::Zero(df);
+  for (int i = 0; i < d; ++i) {
+    const VF qi = hn::Set(df, q[i]);
+    const float* row = kt + static_cast<size_t>(i) * kKeyBlock;
+    for (int c = 0; c < nv; ++c) acc[c] = hn::MulAdd(qi, hn::LoadU(df, row + c * n), acc[c]);
+  }
+  for (int c = 0; c < nv; ++c) hn::StoreU(acc[c], df, s + c * n);
+}
+
+// Turns raw scores into unnormalized probabilities for one row and updates its running max and
+// sum; returns the factor by which the row's accumulator must be rescaled.
+float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, float scale, float& m, float& l) {
+  float block_max = kNegInf;
+  for (int j = 0; j < nb; ++j) {
+    s[j] = pos[j] > qp ? kNegInf : s[j] * scale;
+    block_max = std::max(block_max, s[j]);
+  }
+  if (block_max == kNegInf) {
+    for (int j = 0; j < nb; ++j) s[j] = 0.0f;
+    return 1.0f;
+  }
+  const float m_new = std::max(m, block_max);
+  const float correction = m == kNegInf ? 0.0f : std::exp(m - m_new);
+  const DF df;
+  const int n = static_cast<int>(hn::Lanes(df));
+  const VF vm = hn::Set(df, m_new);
+  VF vsum = hn::Zero(df);
+  int j = 0;
+  for (; j + n <= nb; j += n) {
+    // exp(-inf) is 0, so masked keys drop out.
+    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm));
+    hn::StoreU(e, df, s + j);
+    vsum = hn::Add(vsum, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; j < nb; ++j) sum += (s[j] = std::exp(s[j] - m_new));
+  l = l * correction + sum;
+  m = m_new;
+  return correction;
+}
+
+void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, int h0, int n_group,
                  int n_head, int d, const KvHeadView& kv, float* out) {
   const int n_rows = static_cast<int>(t1 - t0) * n_group;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> acc(static_cast<size_t>(n_rows) * d, 0.0f);
-  std::vector<float> m(n_rows, -std::numeric_limits<float>::infinity());
-  std::vector<float> l(n_rows, 0.0f);
-  float s[kKeyBlock];
+  std::vector<float> m(n_rows, kNegInf), l(n_rows, 0.0f);
+  const bool transpose = n_rows >= kTransposeMinRows;
+  std::vector<float> kt(transpose ? static_cast<size_t>(d) * kKeyBlock : 0);
+  HWY_ALIGN float s[kKeyBlock];
 
   // Entries are sorted by position, so keys past the tile's last query are never visible.
   const int32_t max_pos = *std::max_element(q_pos + t0, q_pos + t1);
@@ -39,63 +160,58 @@ void attend_tile(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
 
   for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
     const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, n_keys - j0));
+    const float* kb = kv.k + j0 * d;
+    if (transpose) {
+      std::fill(kt.begin(), kt.end(), 0.0f);
+      for (int j = 0; j < nb; ++j) {
+        for (int i = 0; i < d; ++i) kt[static_cast<size_t>(i) * kKeyBlock + j] = kb[static_cast<size_t>(j) * d + i];
+      }
+    }
     for (int r = 0; r < n_rows; ++r) {
       const int64_t t = t0 + r / n_group;
-      const int h = h0 + r % n_group;
-      const float* qr = q + (t * n_head + h) * d;
-      const int32_t qp = q_pos[t];
-      float block_max = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < nb; ++j) {
-        if (kv.pos[j0 + j] > qp) {
-          s[j] = -std::numeric_limits<float>::infinity();
-        } else {
-          s[j] = dot(qr, kv.k + (j0 + j) * d, d) * scale;
-          block_max = std::max(block_max, s[j]);
-        }
+      const float* qr = q + (t * n_head + h0 + r % n_group) * d;
+      if (transpose) {
+        ScoresTransposed(qr, kt.data(), d, s);
+      } else {
+        for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
       }
-      if (block_max == -std::numeric_limits<float>::infinity()) continue;
-      const float m_new = std::max(m[r], block_max);
-      const float correction = std::exp(m[r] - m_new);
-      float* a = acc.data() + static_cast<size_t>(r) * d;
-      if (correction != 1.0f) {
-        for (int i = 0; i < d; ++i) a[i] *= correction;
-      }
-      float sum = 0;
-      for (int j = 0; j < nb; ++j) {
-        if (s[j] == -std::numeric_limits<float>::infinity()) continue;
-        const float p = std::exp(s[j] - m_new);
-        sum += p;
-        const float* vj = kv.v + (j0 + j) * d;
-        for (int i = 0; i < d; ++i) a[i] += p * vj[i];
-      }
-      l[r] = l[r] * correction + sum;
-      m[r] = m_new;
+      const float c = SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[r], l[r]);
+      AccumulateValues(acc.data() + static_cast<size_t>(r) * d, c, s, kv.v + j0 * d, nb, d);
     }
   }
   for (int r = 0; r < n_rows; ++r) {
     const int64_t t = t0 + r / n_group;
-    const int h = h0 + r % n_group;
-    float* o = out + (t * n_head + h) * d;
+    float* o = out + (t * n_head + h0 + r % n_group) * d;
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int i = 0; i < d; ++i) o[i] = acc[static_cast<size_t>(r) * d + i] * inv;
   }
 }
 
 }  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace snapkv
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace snapkv {
+
+HWY_EXPORT(AttendTileT);
 
 void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
                std::span<const KvHeadView> kv, float* out, ThreadPool& pool) {
+  using attention_detail::kTokenTile;
   const int n_kv = static_cast<int>(kv.size());
   const int n_group = n_head / n_kv;
   const int64_t n_tiles = (n_tok + kTokenTile - 1) / kTokenTile;
-  // Work items: (kv head, token tile); later tiles see more keys, so interleave them.
-  pool.parallel_for(n_tiles * n_kv, [&](int64_t begin, int64_t end) {
-    for (int64_t w = begin; w < end; ++w) {
+  // Work items are (token tile, kv head); later tiles see more keys, and the contiguous split of
+  // parallel_for gives each thread a mix only if items are interleaved, so stride by thread.
+  const int64_t n_items = n_tiles * n_kv;
+  pool.run([&](int ith, int nth) {
+    for (int64_t w = ith; w < n_items; w += nth) {
       const int hk = static_cast<int>(w % n_kv);
-      const int64_t tile = w / n_kv;
-      const int64_t t0 = tile * kTokenTile;
+      const int64_t t0 = (w / n_kv) * kTokenTile;
       const int64_t t1 = std::min(n_tok, t0 + kTokenTile);
-      attend_tile(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out);
+      HWY_DYNAMIC_DISPATCH(AttendTileT)(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out);
     }
   });
 }
@@ -112,9 +228,9 @@ void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, in
       std::vector<int64_t> idx;
       for (int64_t j = 0; j < v.n; ++j) {
         if (v.pos[j] > q_pos[t]) continue;
-        double d = 0;
-        for (int i = 0; i < head_dim; ++i) d += static_cast<double>(qr[i]) * v.k[j * head_dim + i];
-        s.push_back(d * scale);
+        double dot = 0;
+        for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(qr[i]) * v.k[j * head_dim + i];
+        s.push_back(dot * scale);
         idx.push_back(j);
       }
       const double mx = s.empty() ? 0 : *std::max_element(s.begin(), s.end());
@@ -131,3 +247,4 @@ void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, in
 }
 
 }  // namespace snapkv
+#endif  // HWY_ONCE
