@@ -11,6 +11,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"snapkv: long-context LLM inference with a SnapKV-compressed KV cache"};
   app.require_subcommand(1);
+  // Flag errors get the same one-line shape as engine errors.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("error: {} (see --help)\n", e.what());
+  });
   std::map<CLI::App*, snapkv::cli::Action> actions;
   auto add = [&](const char* name, const char* help, auto add_fn) {
     CLI::App* sub = app.add_subcommand(name, help);

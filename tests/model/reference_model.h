@@ -1,7 +1,14 @@
 #pragma once
-// The default model loaded once for all model tests (loading it per test would dominate).
+// Shared by the model tests: the default model loaded once, the reference fixtures, and our
+// logits for the essay text of logits_transformers.json, computed once for every test using it.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <memory>
 
+#include "engine/session.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "support/paths.h"
@@ -21,6 +28,47 @@ inline const ReferenceModel& reference_model() {
     return r;
   }();
   return m;
+}
+
+inline nlohmann::json load_fixture(const std::string& name) {
+  std::ifstream in(fixture_path(name));
+  EXPECT_TRUE(in.good()) << "missing fixture " << name;
+  return nlohmann::json::parse(in);
+}
+
+// Ids of the essay text and our logits for every position [n_ids, n_vocab].
+struct EssayLogits {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+};
+
+inline const EssayLogits& essay_logits() {
+  static const EssayLogits e = [] {
+    EssayLogits r;
+    r.ids = load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
+    ThreadPool pool(2);
+    Session s(*reference_model().model, static_cast<int>(r.ids.size()), pool);
+    r.logits = s.prefill_all_logits(r.ids);
+    return r;
+  }();
+  return e;
+}
+
+inline double log_sum_exp(const float* x, int n) {
+  const float mx = *std::max_element(x, x + n);
+  double z = 0;
+  for (int i = 0; i < n; ++i) z += std::exp(static_cast<double>(x[i]) - mx);
+  return mx + std::log(z);
+}
+
+// exp(mean negative log-likelihood of ids[1..n) given their prefixes).
+inline double perplexity(const EssayLogits& e, int n_vocab) {
+  double nll = 0;
+  for (size_t i = 0; i + 1 < e.ids.size(); ++i) {
+    const float* row = e.logits.data() + i * n_vocab;
+    nll += log_sum_exp(row, n_vocab) - row[e.ids[i + 1]];
+  }
+  return std::exp(nll / static_cast<double>(e.ids.size() - 1));
 }
 
 }  // namespace snapkv::test

@@ -6,44 +6,27 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
-#include "engine/session.h"
 #include "reference_model.h"
 
 namespace snapkv {
 namespace {
 
 using nlohmann::json;
-
-json load_fixture(const std::string& name) {
-  std::ifstream in(test::fixture_path(name));
-  EXPECT_TRUE(in.good()) << "missing fixture " << name;
-  return json::parse(in);
-}
-
-double log_sum_exp(const float* x, int n) {
-  const float mx = *std::max_element(x, x + n);
-  double z = 0;
-  for (int i = 0; i < n; ++i) z += std::exp(static_cast<double>(x[i]) - mx);
-  return mx + std::log(z);
-}
+using test::log_sum_exp;
 
 TEST(ReferenceLogits, AgreesWithTransformers) {
-  const json fx = load_fixture("logits_transformers.json");
-  const auto ids = fx["input_ids"].get<std::vector<int32_t>>();
+  const json fx = test::load_fixture("logits_transformers.json");
   const json& pos = fx["positions"];
+  const test::EssayLogits& essay = test::essay_logits();
+  const std::vector<int32_t>& ids = essay.ids;
+  const std::vector<float>& logits = essay.logits;
   ASSERT_GE(ids.size(), 1000u);
-
-  const auto& ref = test::reference_model();
-  const int n_vocab = ref.model->hparams().n_vocab;
-  ThreadPool pool(2);
-  Session session(*ref.model, static_cast<int>(ids.size()), pool);
-  const std::vector<float> logits = session.prefill_all_logits(ids);
+  const int n_vocab = test::reference_model().model->hparams().n_vocab;
   ASSERT_EQ(logits.size(), ids.size() * n_vocab);
 
   int agree = 0;
-  double max_logit_diff = 0, max_lse_diff = 0, nll_sum = 0;
+  double max_logit_diff = 0, max_lse_diff = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const float* row = logits.data() + i * n_vocab;
     const int argmax = static_cast<int>(std::max_element(row, row + n_vocab) - row);
@@ -63,10 +46,9 @@ TEST(ReferenceLogits, AgreesWithTransformers) {
     }
     const double lse = log_sum_exp(row, n_vocab);
     max_lse_diff = std::max(max_lse_diff, std::fabs(lse - pos[i]["lse"].get<double>()));
-    if (i + 1 < ids.size()) nll_sum += lse - row[ids[i + 1]];
   }
   const double agreement = static_cast<double>(agree) / ids.size();
-  const double ppl = std::exp(nll_sum / static_cast<double>(ids.size() - 1));
+  const double ppl = test::perplexity(essay, n_vocab);
   const double ref_ppl = fx["ppl"].get<double>();
   std::printf("top-1 agreement %.4f over %zu positions; max |logit diff| %.4g; max |lse diff| %.4g; "
               "ppl %.5f vs transformers %.5f\n",
