@@ -1,0 +1,94 @@
+// Matmul micro-benchmarks at the default model's shapes (SmolLM2-135M: hidden 576, FFN 1536,
+// vocabulary 49152): decode (n_tok = 1, a matvec) and prefill (n_tok = 512), 1 and 2 threads.
+// Counters: weight_B/s = bytes of weights streamed per second, FLOP/s = 2 * n_in * n_out * n_tok
+// per second. K-quants need n_in to be a multiple of 256, so their "576" inputs use 768.
+//
+//   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/ggml_type.h"
+#include "ops/fp16.h"
+#include "ops/matmul.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+namespace {
+
+// Random quants with every scale set to a small sane f16 (the values do not affect speed).
+std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  std::vector<uint8_t> m(ggml_row_bytes(info, static_cast<uint64_t>(n_in)) * static_cast<size_t>(n_out));
+  std::mt19937 rng(42);
+  for (auto& b : m) b = static_cast<uint8_t>(rng());
+  const uint16_t s = f32_to_fp16(0.01f);
+  for (size_t off = 0; off + info.block_bytes <= m.size(); off += info.block_bytes) {
+    uint8_t* b = m.data() + off;
+    switch (type) {
+      case GgmlType::F32: {
+        const float v = static_cast<float>(rng() % 1000) * 1e-3f;
+        std::memcpy(b, &v, 4);
+        break;
+      }
+      case GgmlType::F16: std::memcpy(b, &s, 2); break;
+      case GgmlType::Q4_1: case GgmlType::Q4_K:
+        std::memcpy(b, &s, 2);
+        std::memcpy(b + 2, &s, 2);
+        break;
+      case GgmlType::Q8_0: std::memcpy(b, &s, 2); break;
+      case GgmlType::Q6_K: std::memcpy(b + 208, &s, 2); break;
+      default: break;
+    }
+  }
+  return m;
+}
+
+void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out) {
+  const int64_t n_tok = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const std::vector<uint8_t> data = bench_weights(type, n_in, n_out);
+  const WeightMatrix w = make_weight_matrix(type, data.data(), n_in, n_out);
+  std::vector<float> x(static_cast<size_t>(n_tok * n_in), 0.5f);
+  std::vector<float> y(static_cast<size_t>(n_tok * n_out));
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    matmul(w, x.data(), n_tok, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(data.size()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(matmul_simd_target());
+}
+
+int register_all() {
+  const GgmlType types[] = {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
+                            GgmlType::Q6_K, GgmlType::F16,  GgmlType::F32};
+  const int64_t shapes[][2] = {{576, 1536}, {1536, 576}, {576, 49152}};
+  for (GgmlType type : types) {
+    for (const auto& shape : shapes) {
+      int64_t n_in = shape[0];
+      if (ggml_type_info(type).block_elems == 256 && n_in % 256 != 0) n_in = 768;
+      const int64_t n_out = shape[1];
+      const std::string name = "Matmul/" + std::string(ggml_type_info(type).name) + "/" +
+                               std::to_string(n_in) + "x" + std::to_string(n_out);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out)
+          ->ArgNames({"n_tok", "threads"})
+          ->ArgsProduct({{1, 512}, {1, 2}})
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return 0;
+}
+
+[[maybe_unused]] const int registered = register_all();
+
+}  // namespace
+}  // namespace snapkv

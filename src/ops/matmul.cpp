@@ -1,0 +1,371 @@
+// Y = X W^T with W in its GGUF storage type: fused dequantize-and-dot for decode, tiled
+// dequantize-then-GEMM for prefill. Compiled once per SIMD target (Highway foreach_target);
+// the public functions at the end dispatch to the best target at run time.
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/dequant.h"
+#include "util/error.h"
+
+// SSSE3-only CPUs (before 2008) fall back to the portable target; skipping it saves a compile
+// pass. AVX-512 (AVX3), AVX2, SSE4 and the portable EMU128 target are built.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/matmul.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "ops/dequant-inl.h"
+
+#ifndef SNAPKV_OPS_MATMUL_SCRATCH_
+#define SNAPKV_OPS_MATMUL_SCRATCH_
+namespace snapkv::matmul_detail {
+// A grow-only, 64-byte aligned buffer of at least n floats, one per (thread, slot). Kept between
+// calls so that prefill does not page-fault fresh allocations on every matmul.
+float* scratch(int slot, size_t n);
+}  // namespace snapkv::matmul_detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace snapkv {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using dq::DF;
+using dq::kLanes;
+using dq::VF;
+
+// ---------------------------------------------------------------------------------------------
+// Decode: each weight row is decoded once per pass and multiplied into the accumulators of up to
+// kGemvPassTokens tokens. Up to kGemvMaxTokens tokens (two passes) this beats the prefill path,
+// which pads tokens to blocks of 2 vectors (measured on Zen 3, AVX2).
+
+inline constexpr int64_t kGemvPassTokens = 4;
+inline constexpr int64_t kGemvMaxTokens = 8;
+
+// Sums w * x over one granule for T tokens. Several independent accumulator chains per token
+// hide the FMA latency; the decoders' loops are fully unrolled, so the chain index is a constant.
+template <int T>
+struct DotSink {
+  static constexpr size_t kChains = T == 1 ? 4 : 2;
+  const float* x[T];  // each token's activations at the granule start
+  VF acc[T][kChains];
+
+  HWY_INLINE void operator()(size_t j, VF w) {
+    const size_t c = (j / kLanes) % kChains;
+    HWY_UNROLL(4)
+    for (int t = 0; t < T; ++t) acc[t][c] = hn::MulAdd(w, hn::LoadU(DF(), x[t] + j), acc[t][c]);
+  }
+};
+
+// y[t * ldy + r] = dot(W[r], x[t * ldx]) for t < T and r in [r0, r1).
+template <class D, int T>
+HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, float* y,
+                           int64_t ldy, int64_t r0, int64_t r1) {
+  const DF df;
+  const int64_t n_gran = w.n_in / D::kGranule;
+  const int64_t k_tail = n_gran * D::kGranule;  // float types only: a partial last granule
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+    DotSink<T> sink;
+    for (int t = 0; t < T; ++t) {
+      for (size_t c = 0; c < DotSink<T>::kChains; ++c) sink.acc[t][c] = hn::Zero(df);
+    }
+    for (int64_t gi = 0; gi < n_gran; ++gi) {
+      for (int t = 0; t < T; ++t) sink.x[t] = x + t * ldx + gi * D::kGranule;
+      D::Decode(row, gi, sink);
+    }
+    for (int t = 0; t < T; ++t) {
+      VF sum = sink.acc[t][0];
+      for (size_t c = 1; c < DotSink<T>::kChains; ++c) sum = hn::Add(sum, sink.acc[t][c]);
+      float total = hn::GetLane(hn::SumOfLanes(df, sum));
+      if constexpr (dq::kIsFloat<D>) {
+        for (int64_t k = k_tail; k < w.n_in; ++k) total += D::Scalar(row, k) * x[t * ldx + k];
+      }
+      y[t * ldy + r] = total;
+    }
+  }
+}
+
+template <class D>
+void GemvAllTokens(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, int64_t r0,
+                   int64_t r1) {
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kGemvPassTokens) {
+    const float* xt = x + t0 * w.n_in;
+    float* yt = y + t0 * w.n_out;
+    switch (std::min<int64_t>(kGemvPassTokens, n_tok - t0)) {
+      case 1: GemvRows<D, 1>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
+      case 2: GemvRows<D, 2>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
+      case 3: GemvRows<D, 3>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
+      default: GemvRows<D, 4>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dequantize a run of a row into f32.
+
+struct StoreSink {
+  float* out;  // at the granule start
+  HWY_INLINE void operator()(size_t j, VF v) { hn::StoreU(v, DF(), out + j); }
+};
+
+// out[0..kc) = W[row][k0..k0 + kc). k0 must be a multiple of the granule; kc must be too, except
+// for float types at the end of the row.
+template <class D>
+HWY_INLINE void DequantRange(const uint8_t* row, int64_t k0, int64_t kc, float* out) {
+  const int64_t g0 = k0 / D::kGranule;
+  const int64_t ng = kc / D::kGranule;
+  StoreSink sink;
+  for (int64_t i = 0; i < ng; ++i) {
+    sink.out = out + i * D::kGranule;
+    D::Decode(row, g0 + i, sink);
+  }
+  if constexpr (dq::kIsFloat<D>) {
+    for (int64_t k = ng * D::kGranule; k < kc; ++k) out[k] = D::Scalar(row, k0 + k);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefill: per thread, a tile of kRowTile weight rows x kKC columns is dequantized into an
+// L1-resident buffer, then a micro-kernel computes kMR rows x kNT tokens at a time from it and
+// from the activations packed k-major ([token block][k][kNT]), so the weights are broadcast and
+// the tokens are the vector lanes. Accumulation across K chunks goes through a small per-thread
+// [rows][tokens] buffer, transposed into y at the end of the tile.
+
+inline constexpr size_t kNT = 2 * kLanes;  // tokens per packed block: two vectors
+#if HWY_TARGET <= HWY_AVX3
+inline constexpr int kMR = 12;  // 24 accumulators of 32 registers
+#else
+inline constexpr int kMR = 6;  // 12 accumulators of 16 registers
+#endif
+inline constexpr int64_t kKC = 128;     // multiple of every granule (32, 64, 128)
+inline constexpr int64_t kRowTile = 24; // multiple of kMR; kRowTile * kKC floats = 12 KiB
+inline constexpr int64_t kTokChunk = 256;  // tokens packed at a time (bounds the packed copy)
+static_assert(kRowTile % kMR == 0);
+
+// yt[r][0..kNT) (+)= sum_k wb[r][k] * xp[k][0..kNT) for r < kMR.
+HWY_INLINE void MicroKernel(const float* HWY_RESTRICT wb, const float* HWY_RESTRICT xp,
+                            size_t kc, float* HWY_RESTRICT yt, size_t ldy, bool first) {
+  const DF df;
+  VF a0[kMR], a1[kMR];
+  HWY_UNROLL(12)
+  for (int r = 0; r < kMR; ++r) a0[r] = a1[r] = hn::Zero(df);
+  for (size_t k = 0; k < kc; ++k) {
+    const VF x0 = hn::Load(df, xp + k * kNT);
+    const VF x1 = hn::Load(df, xp + k * kNT + kLanes);
+    HWY_UNROLL(12)
+    for (int r = 0; r < kMR; ++r) {
+      const VF wv = hn::Set(df, wb[r * kKC + k]);
+      a0[r] = hn::MulAdd(wv, x0, a0[r]);
+      a1[r] = hn::MulAdd(wv, x1, a1[r]);
+    }
+  }
+  HWY_UNROLL(12)
+  for (int r = 0; r < kMR; ++r) {
+    float* p = yt + r * ldy;
+    if (first) {
+      hn::Store(a0[r], df, p);
+      hn::Store(a1[r], df, p + kLanes);
+    } else {
+      hn::Store(hn::Add(hn::Load(df, p), a0[r]), df, p);
+      hn::Store(hn::Add(hn::Load(df, p + kLanes), a1[r]), df, p + kLanes);
+    }
+  }
+}
+
+// Packs tokens [t0, t0 + n_tb * kNT) of x into xt ([n_tb][n_in][kNT]), zero beyond n_tok;
+// token blocks [tb0, tb1) only.
+void PackTokens(const float* x, int64_t n_in, int64_t t0, int64_t n_tok, float* xt,
+                int64_t tb0, int64_t tb1) {
+  for (int64_t tb = tb0; tb < tb1; ++tb) {
+    float* dst_block = xt + tb * n_in * static_cast<int64_t>(kNT);
+    for (size_t i = 0; i < kNT; ++i) {
+      const int64_t t = t0 + tb * static_cast<int64_t>(kNT) + static_cast<int64_t>(i);
+      float* dst = dst_block + i;
+      if (t < n_tok) {
+        const float* src = x + t * n_in;
+        for (int64_t k = 0; k < n_in; ++k) dst[k * kNT] = src[k];
+      } else {
+        for (int64_t k = 0; k < n_in; ++k) dst[k * kNT] = 0.0f;
+      }
+    }
+  }
+}
+
+// Rows [r0, r1) for the n_chunk tokens packed in xt (n_tb blocks), writing y rows t0.. .
+template <class D>
+void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
+              int64_t n_chunk, float* y, int64_t r0, int64_t r1) {
+  const size_t ldy = static_cast<size_t>(n_tb) * kNT;
+  float* wbuf = matmul_detail::scratch(0, kRowTile * kKC);
+  float* ytile = matmul_detail::scratch(1, kRowTile * ldy);
+  const int64_t x_block = w.n_in * static_cast<int64_t>(kNT);
+  for (int64_t rt = r0; rt < r1; rt += kRowTile) {
+    const int64_t nr = std::min(kRowTile, r1 - rt);
+    const int64_t nr_pad = (nr + kMR - 1) / kMR * kMR;
+    for (int64_t k0 = 0; k0 < w.n_in; k0 += kKC) {
+      const int64_t kc = std::min(kKC, w.n_in - k0);
+      for (int64_t r = 0; r < nr; ++r) {
+        const uint8_t* row = w.data + static_cast<size_t>(rt + r) * w.row_bytes;
+        DequantRange<D>(row, k0, kc, wbuf + r * kKC);
+      }
+      for (int64_t r = nr; r < nr_pad; ++r) std::fill_n(wbuf + r * kKC, kc, 0.0f);
+      for (int64_t tb = 0; tb < n_tb; ++tb) {
+        const float* xp = xt + tb * x_block + k0 * static_cast<int64_t>(kNT);
+        for (int64_t rg = 0; rg < nr_pad; rg += kMR) {
+          MicroKernel(wbuf + rg * kKC, xp, static_cast<size_t>(kc),
+                      ytile + rg * static_cast<int64_t>(ldy) + tb * static_cast<int64_t>(kNT),
+                      ldy, k0 == 0);
+        }
+      }
+    }
+    for (int64_t t = 0; t < n_chunk; ++t) {
+      float* yrow = y + (t0 + t) * w.n_out + rt;
+      for (int64_t r = 0; r < nr; ++r) yrow[r] = ytile[r * static_cast<int64_t>(ldy) + t];
+    }
+  }
+}
+
+// Runs fn(ith, nth) on the pool, or inline when the work is too small to be worth a wake-up.
+template <class Fn>
+void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
+  if (pool.size() == 1 || work < (int64_t{1} << 15)) {
+    fn(0, 1);
+  } else {
+    pool.run(fn);
+  }
+}
+
+// Rows of thread ith: contiguous, in whole units of `unit` rows.
+inline void SplitRows(int64_t n_out, int64_t unit, int ith, int nth, int64_t* r0, int64_t* r1) {
+  const int64_t units = (n_out + unit - 1) / unit;
+  *r0 = std::min(n_out, units * ith / nth * unit);
+  *r1 = std::min(n_out, units * (ith + 1) / nth * unit);
+}
+
+template <class D>
+void MatmulTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y,
+                 ThreadPool& pool) {
+  const int64_t work = w.n_out * w.n_in * n_tok;
+  if (n_tok <= kGemvMaxTokens) {
+    RunOn(pool, work, [&](int ith, int nth) {
+      int64_t r0, r1;
+      SplitRows(w.n_out, 8, ith, nth, &r0, &r1);
+      GemvAllTokens<D>(w, x, n_tok, y, r0, r1);
+    });
+    return;
+  }
+  // Tokens in chunks of about kTokChunk, each padded to whole blocks of kNT.
+  const int64_t n_chunks = (n_tok + kTokChunk - 1) / kTokChunk;
+  const int64_t per_chunk = (n_tok + n_chunks - 1) / n_chunks;
+  const int64_t tb_per_chunk = (per_chunk + static_cast<int64_t>(kNT) - 1) / static_cast<int64_t>(kNT);
+  float* xt = matmul_detail::scratch(2, static_cast<size_t>(tb_per_chunk * w.n_in) * kNT);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tb_per_chunk * static_cast<int64_t>(kNT)) {
+    const int64_t n_chunk = std::min(tb_per_chunk * static_cast<int64_t>(kNT), n_tok - t0);
+    const int64_t n_tb = (n_chunk + static_cast<int64_t>(kNT) - 1) / static_cast<int64_t>(kNT);
+    RunOn(pool, n_tb * w.n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
+      PackTokens(x, w.n_in, t0, n_tok, xt, n_tb * ith / nth, n_tb * (ith + 1) / nth);
+    });
+    RunOn(pool, work, [&](int ith, int nth) {
+      int64_t r0, r1;
+      SplitRows(w.n_out, kMR, ith, nth, &r0, &r1);
+      if (r0 < r1) GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, r0, r1);
+    });
+  }
+}
+
+void MatmulT(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+  dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR {
+    MatmulTyped<decltype(dec)>(w, x, n_tok, y, pool);
+  });
+}
+
+void GetRowT(const WeightMatrix& w, int64_t row, float* dst) {
+  dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR {
+    DequantRange<decltype(dec)>(w.data + static_cast<size_t>(row) * w.row_bytes, 0, w.n_in, dst);
+  });
+}
+
+int64_t TargetT() { return HWY_TARGET; }
+
+}  // namespace
+
+}  // namespace HWY_NAMESPACE
+}  // namespace snapkv
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "hwy/aligned_allocator.h"
+
+namespace snapkv {
+
+namespace matmul_detail {
+float* scratch(int slot, size_t n) {
+  struct Buffer {
+    hwy::AlignedFreeUniquePtr<float[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffers[3];
+  Buffer& b = buffers[slot];
+  if (b.size < n) {
+    b.data = hwy::AllocateAligned<float>(n);
+    if (!b.data) fail(ErrorKind::kInternal, "matmul: out of memory for {} floats of scratch", n);
+    b.size = n;
+  }
+  return b.data.get();
+}
+}  // namespace matmul_detail
+
+HWY_EXPORT(MatmulT);
+HWY_EXPORT(GetRowT);
+HWY_EXPORT(TargetT);
+
+namespace {
+void check_matrix(const WeightMatrix& w, const char* what) {
+  check_row_shape(w.type, w.n_in, what);
+  if (w.n_out <= 0) fail(ErrorKind::kInvalidArgument, "{}: n_out {} is not positive", what, w.n_out);
+  if (w.data == nullptr) fail(ErrorKind::kInvalidArgument, "{}: weight data is null", what);
+  const size_t need = ggml_row_bytes(ggml_type_info(w.type), static_cast<uint64_t>(w.n_in));
+  if (w.row_bytes < need) {
+    fail(ErrorKind::kInvalidArgument, "{}: row_bytes {} is less than the {} bytes of a {} row of {}",
+         what, w.row_bytes, need, ggml_type_info(w.type).name, w.n_in);
+  }
+}
+}  // namespace
+
+WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, int64_t n_out) {
+  WeightMatrix w;
+  w.type = type;
+  w.data = static_cast<const uint8_t*>(data);
+  w.n_in = n_in;
+  w.n_out = n_out;
+  check_row_shape(type, n_in, "make_weight_matrix");
+  w.row_bytes = ggml_row_bytes(ggml_type_info(type), static_cast<uint64_t>(n_in));
+  check_matrix(w, "make_weight_matrix");
+  return w;
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+  check_matrix(w, "matmul");
+  if (n_tok < 0) fail(ErrorKind::kInvalidArgument, "matmul: n_tok {} is negative", n_tok);
+  if (n_tok == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulT)(w, x, n_tok, y, pool);
+}
+
+void get_row(const WeightMatrix& w, int64_t row, float* dst) {
+  check_matrix(w, "get_row");
+  if (row < 0 || row >= w.n_out) {
+    fail(ErrorKind::kOutOfRange, "get_row: row {} is outside [0, {})", row, w.n_out);
+  }
+  HWY_DYNAMIC_DISPATCH(GetRowT)(w, row, dst);
+}
+
+const char* matmul_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetT)()); }
+
+}  // namespace snapkv
+#endif  // HWY_ONCE

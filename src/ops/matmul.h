@@ -1,0 +1,54 @@
+#pragma once
+// Matrix multiplication of f32 activations by a weight matrix kept in its GGUF storage type.
+//
+// Weights are dequantized on the fly, block by block, and never copied to an f32 matrix: decode
+// (few tokens) streams each weight row once and fuses dequantization with the dot products;
+// prefill (many tokens) dequantizes a small tile of rows into a per-thread L1-resident buffer and
+// reuses it across all tokens with a register-blocked micro-kernel. Activations and accumulation
+// are f32. SIMD code is compiled for several instruction sets (AVX-512, AVX2, SSE4, portable
+// scalar) and the best one the CPU supports is chosen at run time.
+#include <cstddef>
+#include <cstdint>
+
+#include "io/ggml_type.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+
+// A view of a weight matrix as stored in a GGUF tensor with ne[0] = n_in, ne[1] = n_out:
+// n_out rows of n_in elements, row r starting at data + r * row_bytes. n_in must be a multiple
+// of the type's block size; row_bytes is normally ggml_row_bytes(type, n_in).
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;  // [n_out][row_bytes]
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_bytes = 0;
+};
+
+// A WeightMatrix over densely packed rows (row_bytes = ggml_row_bytes(type, n_in)). Throws
+// Error(kUnsupported) for a type the kernels do not handle and Error(kInvalidArgument) when n_in
+// is not a positive multiple of the block size or n_out is not positive.
+WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, int64_t n_out);
+
+// y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tok, o < n_out, i.e. Y = X W^T.
+//   x: [n_tok][n_in] f32, row-major, any alignment
+//   y: [n_tok][n_out] f32, row-major, any alignment; overwritten; must not overlap x
+// The output rows (n_out) are split among the pool's threads. Throws Error as
+// make_weight_matrix does for a bad matrix, and Error(kInvalidArgument) for n_tok < 0 or a
+// row_bytes too small for n_in. n_tok == 0 does nothing.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// Scalar reference of matmul, the test oracle: each weight row is dequantized with
+// dequantize_row and dotted with each activation row in double precision, then rounded to f32.
+void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tok, float* y);
+
+// Dequantizes row `row` (0 <= row < n_out) of w into dst[0..n_in): the embedding lookup.
+// Bit-identical to dequantize_row on the same row. Throws Error(kOutOfRange) for a bad row.
+void get_row(const WeightMatrix& w, int64_t row, float* dst);
+
+// Name of the instruction set the SIMD kernels dispatch to on this CPU (e.g. "AVX2"), for logs
+// and benchmark reports.
+const char* matmul_simd_target();
+
+}  // namespace snapkv

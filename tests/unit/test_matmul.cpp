@@ -1,0 +1,292 @@
+// SIMD matmul / get_row against the scalar references, for every supported weight type, many
+// shapes, misaligned activations, 1 and 2 threads, and every SIMD target this CPU can run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "ops/dequant.h"
+#include "ops/fp16.h"
+#include "ops/matmul.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::string type_name(GgmlType t) { return std::string(ggml_type_info(t).name); }
+
+// Random f16 in +-[lo, hi) (so that products stay in a realistic range).
+uint16_t random_half(std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  const float v = u(rng);
+  return f32_to_fp16((rng() & 1) ? -v : v);
+}
+
+void put_half(uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); }
+
+// n_out rows of n_in elements of `type`: random quants, random but sane f16 scales. With
+// `odd_scales`, some scales are subnormal or zero (for the exactness tests of get_row).
+std::vector<uint8_t> random_matrix(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng,
+                                   bool odd_scales = false) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  const size_t row_bytes = ggml_row_bytes(info, static_cast<uint64_t>(n_in));
+  std::vector<uint8_t> m(row_bytes * static_cast<size_t>(n_out));
+  for (auto& b : m) b = static_cast<uint8_t>(rng());
+  auto scale = [&](float lo, float hi) -> uint16_t {
+    if (odd_scales) {
+      switch (rng() % 8) {
+        case 0: return static_cast<uint16_t>(rng() % 0x400);  // subnormal or zero
+        case 1: return 0x8000;                                // -0
+        default: break;
+      }
+    }
+    return random_half(rng, lo, hi);
+  };
+  const size_t n_blocks = m.size() / info.block_bytes;
+  for (size_t i = 0; i < n_blocks; ++i) {
+    uint8_t* b = m.data() + i * info.block_bytes;
+    switch (type) {
+      case GgmlType::F32: {
+        std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+        const float v = u(rng);
+        std::memcpy(b, &v, 4);
+        break;
+      }
+      case GgmlType::F16: put_half(b, odd_scales ? static_cast<uint16_t>(rng()) : random_half(rng, 0.0f, 2.0f)); break;
+      case GgmlType::BF16: {
+        std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+        const uint16_t h = odd_scales ? static_cast<uint16_t>(rng()) : f32_to_bf16(u(rng));
+        put_half(b, h);
+        break;
+      }
+      case GgmlType::Q4_0:
+      case GgmlType::Q5_0:
+        put_half(b, scale(0.002f, 0.05f));
+        break;
+      case GgmlType::Q4_1:
+      case GgmlType::Q5_1:
+        put_half(b, scale(0.002f, 0.05f));
+        put_half(b + 2, scale(0.0f, 0.2f));
+        break;
+      case GgmlType::Q8_0: put_half(b, scale(0.0005f, 0.02f)); break;
+      case GgmlType::Q4_K:
+      case GgmlType::Q5_K:
+        put_half(b, scale(0.0005f, 0.005f));
+        put_half(b + 2, scale(0.0f, 0.005f));
+        break;
+      case GgmlType::Q6_K: put_half(b + 208, scale(0.0002f, 0.002f)); break;
+      default: ADD_FAILURE() << "unexpected type";
+    }
+  }
+  return m;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& f : v) f = u(rng);
+  return v;
+}
+
+// Runs the body once per SIMD target that this CPU supports (AVX-512, AVX2, SSE4, scalar),
+// restoring normal dispatch afterwards.
+template <class Fn>
+void for_each_target(const Fn& fn) {
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t target : {int64_t{HWY_AVX3}, int64_t{HWY_AVX2}, int64_t{HWY_SSE4},
+                         int64_t{HWY_SCALAR}}) {
+    if (target != HWY_SCALAR && !(supported & target)) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(std::string("target ") + matmul_simd_target());
+    fn();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+bool same_float(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+TEST(GetRow, BitIdenticalToReferenceDequant) {
+  std::mt19937 rng(11);
+  for (GgmlType type : kTypes) {
+    SCOPED_TRACE(type_name(type));
+    const uint32_t be = ggml_type_info(type).block_elems;
+    for (int64_t n_in : {int64_t{be}, int64_t{be} * 3, be == 1 ? int64_t{45} : int64_t{be} * 5}) {
+      const int64_t n_out = 5;
+      const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng, /*odd_scales=*/true);
+      const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+      std::vector<float> want(static_cast<size_t>(n_in));
+      std::vector<float> got(static_cast<size_t>(n_in) + 1);
+      for_each_target([&] {
+        for (int64_t r = 0; r < n_out; ++r) {
+          dequantize_row(type, w.data + r * w.row_bytes, want.data(), n_in);
+          float* dst = got.data() + (r % 2);  // misaligned half of the time
+          get_row(w, r, dst);
+          for (int64_t i = 0; i < n_in; ++i) {
+            ASSERT_TRUE(same_float(dst[i], want[i]))
+                << "n_in " << n_in << " row " << r << " elem " << i << ": " << dst[i] << " vs " << want[i];
+          }
+        }
+      });
+    }
+  }
+}
+
+// Checks matmul against matmul_reference for one matrix and one batch of activations, for every
+// target, 1 and 2 threads and two activation/output alignments.
+//
+// Tolerance: the dequantized weights are bit-identical to the reference (see GetRow above), so
+// the only differences are in how the n_in products are summed. The reference sums exactly (in
+// double) and rounds once; the kernels sum in f32, and each output is accumulated along a chain
+// of at most n_in + a few additions, so by the standard bound |error| <= gamma_(n_in + 8) *
+// sum_i |x_i w_i| with gamma_n ~ n * 2^-24. A single wrong weight or activation would typically
+// exceed this by orders of magnitude.
+void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std::mt19937& rng,
+                  ThreadPool& pool1, ThreadPool& pool2) {
+  SCOPED_TRACE(type_name(type) + " n_in " + std::to_string(n_in) + " n_out " +
+               std::to_string(n_out) + " n_tok " + std::to_string(n_tok));
+  const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+  const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+  const size_t nx = static_cast<size_t>(n_tok * n_in), ny = static_cast<size_t>(n_tok * n_out);
+  const std::vector<float> x = random_floats(nx, rng);
+  std::vector<float> want(ny);
+  matmul_reference(w, x.data(), n_tok, want.data());
+
+  // sum_i |x_i w_i| per output.
+  std::vector<double> abs_sum(ny, 0.0);
+  std::vector<float> row(static_cast<size_t>(n_in));
+  for (int64_t o = 0; o < n_out; ++o) {
+    dequantize_row(type, w.data + o * w.row_bytes, row.data(), n_in);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double s = 0;
+      for (int64_t i = 0; i < n_in; ++i) s += std::fabs(static_cast<double>(x[t * n_in + i]) * row[i]);
+      abs_sum[t * n_out + o] = s;
+    }
+  }
+  const double gamma = static_cast<double>(n_in + 8) * std::ldexp(1.0, -24);
+
+  constexpr float kSentinel = 12345.0f;
+  std::vector<float> xbuf(nx + 1), ybuf(ny + 2);
+  for_each_target([&] {
+    for (ThreadPool* pool : {&pool1, &pool2}) {
+      for (int shift = 0; shift < 2; ++shift) {
+        float* xs = xbuf.data() + shift;
+        std::memcpy(xs, x.data(), nx * sizeof(float));
+        std::fill(ybuf.begin(), ybuf.end(), kSentinel);
+        float* ys = ybuf.data() + shift;
+        matmul(w, xs, n_tok, ys, *pool);
+        if (shift == 1) {
+          ASSERT_EQ(ybuf[0], kSentinel) << "write before y";
+        }
+        ASSERT_EQ(ys[ny], kSentinel) << "write past y";
+        for (size_t i = 0; i < ny; ++i) {
+          const double err = std::fabs(static_cast<double>(ys[i]) - want[i]);
+          ASSERT_LE(err, gamma * abs_sum[i])
+              << "threads " << pool->size() << " shift " << shift << " token " << i / n_out
+              << " output " << i % n_out << ": got " << ys[i] << " want " << want[i];
+        }
+      }
+    }
+  });
+}
+
+std::vector<int64_t> n_in_cases(GgmlType type) {
+  switch (ggml_type_info(type).block_elems) {
+    case 1: return {45, 128, 300};          // includes partial 32-element granules
+    case 32: return {32, 96, 416, 576};     // 416 = 3 * 128 + 32: a short last K chunk
+    default: return {256, 512, 768};
+  }
+}
+
+class MatmulTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulTest, MatchesReference) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(1234 + static_cast<int>(type));
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t n_in : n_in_cases(type)) {
+    for (int64_t n_out : {1, 13, 50}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 100}) {
+        check_matmul(type, n_in, n_out, n_tok, rng, pool1, pool2);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(MatmulTest, LargerShapes) {
+  // Several token chunks (more than 256 tokens), many row tiles, rows split across threads.
+  const GgmlType type = GetParam();
+  std::mt19937 rng(99 + static_cast<int>(type));
+  ThreadPool pool1(1), pool2(2);
+  const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 1024 : 608;
+  check_matmul(type, n_in, 77, 530, rng, pool1, pool2);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& p) {
+                           return type_name(p.param);
+                         });
+
+TEST(Matmul, Errors) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> data(1024);
+  float x[64] = {}, y[64] = {};
+  auto kind_of = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::kInternal;
+  };
+  EXPECT_EQ(kind_of([&] { make_weight_matrix(GgmlType::Q2_K, data.data(), 256, 1); }),
+            ErrorKind::kUnsupported);
+  EXPECT_EQ(kind_of([&] { make_weight_matrix(GgmlType::Q4_0, data.data(), 48, 1); }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { make_weight_matrix(GgmlType::Q4_K, data.data(), 128, 1); }),
+            ErrorKind::kInvalidArgument);
+  WeightMatrix w = make_weight_matrix(GgmlType::Q8_0, data.data(), 32, 2);
+  EXPECT_EQ(kind_of([&] { matmul(w, x, -1, y, pool); }), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_of([&] { get_row(w, 2, y); }), ErrorKind::kOutOfRange);
+  WeightMatrix short_rows = w;
+  short_rows.row_bytes = 33;
+  EXPECT_EQ(kind_of([&] { matmul(short_rows, x, 1, y, pool); }), ErrorKind::kInvalidArgument);
+  y[0] = 7.0f;
+  matmul(w, x, 0, y, pool);  // no tokens: nothing written
+  EXPECT_EQ(y[0], 7.0f);
+}
+
+TEST(Matmul, RowStrideLargerThanRow) {
+  // Rows padded to a larger stride (a view into a bigger buffer) are read at row_bytes.
+  std::mt19937 rng(5);
+  const int64_t n_in = 64, n_out = 9, n_tok = 12;
+  const std::vector<uint8_t> dense = random_matrix(GgmlType::Q4_1, n_in, n_out, rng);
+  const size_t rb = ggml_row_bytes(ggml_type_info(GgmlType::Q4_1), n_in);
+  const size_t stride = rb + 24;
+  std::vector<uint8_t> padded(stride * n_out, 0xEE);
+  for (int64_t r = 0; r < n_out; ++r) std::memcpy(padded.data() + r * stride, dense.data() + r * rb, rb);
+  WeightMatrix w = make_weight_matrix(GgmlType::Q4_1, padded.data(), n_in, n_out);
+  w.row_bytes = stride;
+  const WeightMatrix wd = make_weight_matrix(GgmlType::Q4_1, dense.data(), n_in, n_out);
+  const std::vector<float> x = random_floats(n_tok * n_in, rng);
+  std::vector<float> a(n_tok * n_out), b(n_tok * n_out);
+  ThreadPool pool(2);
+  matmul(w, x.data(), n_tok, a.data(), pool);
+  matmul(wd, x.data(), n_tok, b.data(), pool);
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace snapkv
