@@ -231,10 +231,12 @@ void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
   }
 }
 
-// Runs fn(ith, nth) on the pool, or inline when the work is too small to be worth a wake-up.
+// Runs fn(ith, nth) on the pool, or inline when the work (multiply-adds) is too small to pay for
+// waking the workers: a pool.run costs several microseconds, about what a single thread needs
+// for 2^17 multiply-adds of a 4-bit matvec.
 template <class Fn>
 void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
-  if (pool.size() == 1 || work < (int64_t{1} << 15)) {
+  if (pool.size() == 1 || work < (int64_t{1} << 18)) {
     fn(0, 1);
   } else {
     pool.run(fn);

@@ -34,9 +34,14 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tok, o < n_out, i.e. Y = X W^T.
 //   x: [n_tok][n_in] f32, row-major, any alignment
 //   y: [n_tok][n_out] f32, row-major, any alignment; overwritten; must not overlap x
-// The output rows (n_out) are split among the pool's threads. Throws Error as
-// make_weight_matrix does for a bad matrix, and Error(kInvalidArgument) for n_tok < 0 or a
-// row_bytes too small for n_in. n_tok == 0 does nothing.
+// The output rows (n_out) are split among the pool's threads. Each output is a sum of f32
+// products in an order that depends only on the SIMD target and on whether n_tok <= 8 (decode
+// path) or not (prefill path): results are bit-identical for any thread count and alignment,
+// and a token's outputs do not depend on the other tokens of a prefill batch.
+// Prefill keeps scratch buffers between calls: per pool thread about 24 x (128 + 256) floats, and
+// on the calling thread the activations of up to 256 tokens repacked (n_in x 256 floats).
+// Throws Error as make_weight_matrix does for a bad matrix, and Error(kInvalidArgument) for
+// n_tok < 0 or a row_bytes too small for n_in. n_tok == 0 does nothing.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
 
 // Scalar reference of matmul, the test oracle: each weight row is dequantized with

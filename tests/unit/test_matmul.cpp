@@ -177,7 +177,7 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std
   const double gamma = static_cast<double>(n_in + 8) * std::ldexp(1.0, -24);
 
   constexpr float kSentinel = 12345.0f;
-  std::vector<float> xbuf(nx + 1), ybuf(ny + 2);
+  std::vector<float> xbuf(nx + 1), ybuf(ny + 2), first(ny);
   for_each_target([&] {
     for (ThreadPool* pool : {&pool1, &pool2}) {
       for (int shift = 0; shift < 2; ++shift) {
@@ -195,6 +195,13 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std
           ASSERT_LE(err, gamma * abs_sum[i])
               << "threads " << pool->size() << " shift " << shift << " token " << i / n_out
               << " output " << i % n_out << ": got " << ys[i] << " want " << want[i];
+        }
+        // Each output is summed in the same order whatever the thread count and alignment.
+        if (pool == &pool1 && shift == 0) {
+          std::memcpy(first.data(), ys, ny * sizeof(float));
+        } else {
+          ASSERT_EQ(std::memcmp(first.data(), ys, ny * sizeof(float)), 0)
+              << "threads " << pool->size() << " shift " << shift << " changed the result";
         }
       }
     }
@@ -226,11 +233,13 @@ TEST_P(MatmulTest, MatchesReference) {
 }
 
 TEST_P(MatmulTest, LargerShapes) {
-  // Several token chunks (more than 256 tokens), many row tiles, rows split across threads.
+  // Enough work for the kernels to split rows across threads (small products run on the calling
+  // thread only); several token chunks (more than 256 tokens) and many row tiles for prefill.
   const GgmlType type = GetParam();
   std::mt19937 rng(99 + static_cast<int>(type));
   ThreadPool pool1(1), pool2(2);
   const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 1024 : 608;
+  for (int64_t n_tok : {1, 3, 8}) check_matmul(type, n_in, 777, n_tok, rng, pool1, pool2);
   check_matmul(type, n_in, 77, 530, rng, pool1, pool2);
 }
 
