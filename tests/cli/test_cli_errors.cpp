@@ -1,5 +1,6 @@
 // Bad input through the real snapkv binary: each case must end with exactly one "error:" line on
 // stderr and a non-zero exit status, within a time limit (no crash, no hang).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -23,7 +24,7 @@ struct Result {
 
 Result run_cli(const std::string& args) {
   const fs::path err_file = fs::temp_directory_path() / ("snapkv_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = "timeout 120 " + std::string(SNAPKV_BINARY) + " " + args + " >/dev/null 2>" + err_file.string();
+  const std::string cmd = fmt::format("timeout 120 {} {} >/dev/null 2>{}", SNAPKV_BINARY, args, err_file.string());
   Result r;
   const int rc = std::system(cmd.c_str());
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
@@ -61,21 +62,21 @@ std::vector<uint8_t> f32_bytes(size_t n, float v) {
 std::vector<uint8_t> tiny_llama(const std::string& arch, uint32_t q_type, size_t q_bytes) {
   test::GgufWriter w;
   w.add_string("general.architecture", arch);
-  const std::string a = arch + ".";
-  w.add_u32(a + "block_count", 1);
-  w.add_u32(a + "embedding_length", 256);
-  w.add_u32(a + "feed_forward_length", 256);
-  w.add_u32(a + "attention.head_count", 4);
-  w.add_u32(a + "attention.head_count_kv", 4);
-  w.add_u32(a + "context_length", 64);
-  w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  const auto key = [&](const char* k) { return fmt::format("{}.{}", arch, k); };
+  w.add_u32(key("block_count"), 1);
+  w.add_u32(key("embedding_length"), 256);
+  w.add_u32(key("feed_forward_length"), 256);
+  w.add_u32(key("attention.head_count"), 4);
+  w.add_u32(key("attention.head_count_kv"), 4);
+  w.add_u32(key("context_length"), 64);
+  w.add_f32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
   w.add_tensor("token_embd.weight", {256, 4}, 0, f32_bytes(1024, 0.1f));
   w.add_tensor("output_norm.weight", {256}, 0, f32_bytes(256, 1.0f));
   w.add_tensor("blk.0.attn_norm.weight", {256}, 0, f32_bytes(256, 1.0f));
   w.add_tensor("blk.0.ffn_norm.weight", {256}, 0, f32_bytes(256, 1.0f));
   w.add_tensor("blk.0.attn_q.weight", {256, 256}, q_type, std::vector<uint8_t>(q_bytes, 0));
   for (const char* t : {"attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
-    w.add_tensor(std::string("blk.0.") + t + ".weight", {256, 256}, 0, f32_bytes(256 * 256, 0.01f));
+    w.add_tensor(fmt::format("blk.0.{}.weight", t), {256, 256}, 0, f32_bytes(256 * 256, 0.01f));
   }
   return w.bytes();
 }
