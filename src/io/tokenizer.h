@@ -11,6 +11,8 @@
 //     fall back to the byte tokens <0xXX>, or to the unknown token when those are missing.
 // Any byte sequence is accepted: invalid UTF-8 is tokenized byte by byte (never an exception or
 // a crash), and decode() always returns valid UTF-8.
+// No Unicode normalization is applied (as in llama.cpp): vocabularies whose HF tokenizer
+// normalizes first (Qwen2: NFC) agree with HF only on text that is already normalized.
 //
 // A Tokenizer is immutable after construction; every const method may be called from several
 // threads at once. It copies what it needs, so it outlives the GgufFile it was built from.
