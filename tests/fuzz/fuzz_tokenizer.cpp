@@ -1,6 +1,8 @@
 // libFuzzer target: arbitrary bytes through the default model's tokenizer, with and without
 // special-token parsing, then back through decode. Byte-level BPE must reproduce any valid UTF-8
-// text exactly when special tokens are not parsed.
+// text exactly when special tokens are not parsed, unless a byte has no token in the vocabulary
+// (SmolLM2 lacks a few control bytes; they become the unknown token, as in HF).
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -39,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)tok.decode(with_special, /*render_special=*/true);
     const auto plain = tok.encode(text, /*add_bos=*/false, /*parse_special=*/false);
     const std::string back = tok.decode(plain);
-    if (snapkv::tokenizer_detail::utf8_valid(text) && back != text) std::abort();
+    const bool has_unknown = std::find(plain.begin(), plain.end(), tok.unk_id()) != plain.end();
+    if (snapkv::tokenizer_detail::utf8_valid(text) && !has_unknown && back != text) std::abort();
     for (int32_t id : plain) (void)tok.token_piece(id);
   } catch (const snapkv::Error&) {
   }
