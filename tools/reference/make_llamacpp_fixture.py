@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Reference greedy continuations and perplexity from llama.cpp (llama-cpp-python).
+
+Writes tests/fixtures/greedy_llamacpp.json and tests/fixtures/perplexity.json.
+Run inside tools/reference/.venv, after make_logits_fixture.py (the perplexity part
+evaluates the same input_ids as tests/fixtures/logits_transformers.json):
+
+    tools/reference/.venv/bin/python tools/reference/make_llamacpp_fixture.py
+
+Greedy decoding is done step by step on llama.cpp's logits: the next token is the
+argmax of the last position's logits (ties go to the lowest id, as numpy.argmax does),
+which is what temperature 0 / top_k 1 without repetition penalty amounts to.
+Generation does not stop at EOS; where EOS came is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixture_io import sha256_file, sig, versions, write_fixture  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+SHARED = Path(os.environ.get("SNAPKV_SHARED", REPO.parent / "shared"))
+DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_ESSAYS = SHARED / "data" / "niah_paulgraham" / "PaulGrahamEssays"
+FIXTURES = REPO / "tests" / "fixtures"
+
+N_CTX = 4096
+N_THREADS = 2
+N_BATCH = 2048  # the whole 1100-token perplexity window goes in as one batch
+N_UBATCH = 2048
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
+
+
+def top2(row: np.ndarray) -> tuple[int, int, float]:
+    """(argmax, runner-up, margin top1 - top2) of one logits row."""
+    a = int(np.argmax(row))
+    rest = row.copy()
+    rest[a] = -np.inf
+    b = int(np.argmax(rest))
+    return a, b, float(row[a]) - float(row[b])
+
+
+def gguf_meta(llm, key: str):
+    return llm.metadata.get(key)
+
+
+def render_chat_template(template: str, messages: list[dict], bos: str, eos: str) -> str:
+    """Render the GGUF's own tokenizer.chat_template the way HF/llama.cpp front ends do."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(template).render(
+        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos
+    )
+
+
+def make_llm(model_path: Path, seed: int = 0):
+    from llama_cpp import Llama
+
+    return Llama(
+        model_path=str(model_path),
+        n_ctx=N_CTX,
+        n_threads=N_THREADS,
+        n_threads_batch=N_THREADS,
+        n_batch=N_BATCH,
+        n_ubatch=N_UBATCH,
+        logits_all=True,
+        flash_attn=False,
+        seed=seed,
+        verbose=False,
+    )
+
+
+def tokenize(llm, text: str) -> list[int]:
+    # add_bos=True asks llama.cpp to add the special prefix tokens *if the vocab says so*
+    # (tokenizer.ggml.add_bos_token); special=True parses <|im_start|> etc. as single tokens.
+    return list(llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+
+def greedy(llm, prompt_ids: list[int], n_new: int) -> dict:
+    llm.reset()
+    llm.eval(prompt_ids)
+    gen, runner_up, margins = [], [], []
+    for _ in range(n_new):
+        row = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        a, b, m = top2(row)
+        gen.append(a)
+        runner_up.append(b)
+        margins.append(sig(m, 4))
+        llm.eval([a])
+    return {"generated_ids": gen, "runner_up_ids": runner_up, "margins": margins}
+
+
+def greedy_via_sampler(llm, prompt_ids: list[int], n_new: int) -> list[int]:
+    """Cross-check: llama-cpp-python's own generate() with temperature 0."""
+    llm.reset()
+    out = []
+    for t in llm.generate(prompt_ids, temp=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True):
+        out.append(int(t))
+        if len(out) == n_new:
+            break
+    return out
+
+
+def build_cases(llm, essays: Path) -> list[dict]:
+    template = gguf_meta(llm, "tokenizer.chat_template")
+    bos_id, eos_id = llm.token_bos(), llm.token_eos()
+    bos = llm.detokenize([bos_id], special=True).decode("utf-8")
+    eos = llm.detokenize([eos_id], special=True).decode("utf-8")
+
+    cases = [
+        {"name": "plain_short", "prompt": "The capital of France is"},
+        {
+            "name": "chatml_question",
+            "prompt": "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+            "note": "ChatML turn written by hand, no system message",
+        },
+        {
+            "name": "chat_template_default_system",
+            "prompt": render_chat_template(
+                template, [{"role": "user", "content": "Give me three tips for writing clear code."}], bos, eos
+            ),
+            "note": "rendered with the GGUF tokenizer.chat_template (adds its default system message)",
+        },
+        {"name": "code_python", "prompt": 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'},
+        {"name": "list_numbered", "prompt": "Things to pack for a camping trip:\n1. Tent\n2. Sleeping bag\n3."},
+        {"name": "digits_sequence", "prompt": "Count from 1 to 20: 1, 2, 3, 4, 5,"},
+    ]
+
+    # A longer passage: the first 500 llama.cpp tokens of the second essay in sorted order.
+    essay = sorted(p.name for p in essays.glob("*.txt"))[1]
+    ids = tokenize(llm, (essays / essay).read_text(encoding="utf-8"))[:500]
+    text = llm.detokenize(ids, special=True).decode("utf-8")
+    cases.append(
+        {
+            "name": "essay_passage_500",
+            "prompt": text,
+            "note": f"first 500 tokens of shared/data/niah_paulgraham/PaulGrahamEssays/{essay}",
+        }
+    )
+    return cases
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--essays", type=Path, default=DEFAULT_ESSAYS)
+    ap.add_argument("--n-new", type=int, default=64)
+    ap.add_argument("--logits-fixture", type=Path, default=FIXTURES / "logits_transformers.json")
+    ap.add_argument("--greedy-out", type=Path, default=FIXTURES / "greedy_llamacpp.json")
+    ap.add_argument("--ppl-out", type=Path, default=FIXTURES / "perplexity.json")
+    args = ap.parse_args()
+
+    import llama_cpp
+
+    model_path = args.model.resolve()
+    llm = make_llm(model_path)
+    add_bos_meta = gguf_meta(llm, "tokenizer.ggml.add_bos_token")  # llama-cpp-python gives strings
+    if isinstance(add_bos_meta, str):
+        add_bos_meta = {"true": True, "false": False}.get(add_bos_meta.lower(), add_bos_meta)
+    # every token llama.cpp treats as end of generation (EOS, EOT, ...)
+    eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(llama_cpp.llama_model_get_vocab(llm.model), t)]
+
+    common_meta = {
+        "versions": versions(["llama-cpp-python", "numpy", "jinja2"]),
+        "llama_cpp_system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
+        "model_file": model_path.name,
+        "model_sha256": sha256_file(model_path),
+        "llama_params": {
+            "n_ctx": N_CTX,
+            "n_threads": N_THREADS,
+            "n_batch": N_BATCH,
+            "n_ubatch": N_UBATCH,
+            "logits_all": True,
+            "seed": 0,
+            "flash_attn": False,
+            "type_k": "f16 (llama.cpp default)",
+            "type_v": "f16 (llama.cpp default)",
+        },
+        "gguf_add_bos_token": add_bos_meta,
+        "bos_prepended": add_bos_meta is True,
+        "bos_id": int(llm.token_bos()),
+        "eos_id": int(llm.token_eos()),
+        "eog_ids": eog,
+    }
+
+    # ---- a) greedy continuations -------------------------------------------------
+    cases_out = []
+    for case in build_cases(llm, args.essays):
+        prompt_ids = tokenize(llm, case["prompt"])
+        g = greedy(llm, prompt_ids, args.n_new)
+        text = llm.detokenize(g["generated_ids"], special=True).decode("utf-8", "replace")
+        eos_at = [i for i, t in enumerate(g["generated_ids"]) if t in eog]
+        row = {
+            "name": case["name"],
+            "prompt": case["prompt"],
+            "prompt_ids": prompt_ids,
+            "generated_ids": g["generated_ids"],
+            "margins": g["margins"],
+            "runner_up_ids": g["runner_up_ids"],
+            "first_eog_index": eos_at[0] if eos_at else None,
+            "text": text,
+        }
+        if "note" in case:
+            row["note"] = case["note"]
+        cross = greedy_via_sampler(llm, prompt_ids, args.n_new)
+        row["llama_cpp_greedy_sampler_agrees"] = cross == g["generated_ids"]
+        cases_out.append(row)
+        print(f"{case['name']}: {len(prompt_ids)} prompt tokens, eog at {row['first_eog_index']}, "
+              f"min margin {min(g['margins']):.4g}, sampler agrees {row['llama_cpp_greedy_sampler_agrees']}")
+        print("   ", repr(text[:120]))
+
+    greedy_meta = dict(common_meta)
+    greedy_meta.update(
+        {
+            "generator": "tools/reference/make_llamacpp_fixture.py",
+            "implementation": "llama.cpp via llama-cpp-python, quantized weights as stored in the GGUF",
+            "decoding": f"greedy: argmax of llama.cpp logits (ties -> lowest id), {args.n_new} new tokens, "
+            "no repetition penalty, does not stop at EOS/EOG",
+            "tokenization": "llama.cpp tokenizer: llama_tokenize(text, add_special=True, parse_special=True); "
+            "BOS is added only if tokenizer.ggml.add_bos_token is true",
+            "margins": "logit(top1) - logit(top2) at each generated step, 4 significant digits",
+            "runner_up_ids": "the top-2 token at each generated step",
+            "first_eog_index": "index into generated_ids of the first end-of-generation token, or null",
+            "llama_cpp_greedy_sampler_agrees": "generated_ids equal llama-cpp-python generate(temp=0, top_k=1)",
+        }
+    )
+    write_fixture(args.greedy_out, {"meta": greedy_meta, "cases": cases_out}, row_keys=("cases",))
+    print(f"wrote {args.greedy_out} ({args.greedy_out.stat().st_size} bytes)")
+
+    # ---- b) perplexity on the transformers fixture's ids --------------------------
+    ref = json.loads(args.logits_fixture.read_text(encoding="utf-8"))
+    ids = [int(x) for x in ref["input_ids"]]
+    n = len(ids)
+    if n > N_CTX:
+        raise SystemExit("input longer than n_ctx")
+    llm.reset()
+    llm.eval(ids)
+    logits = np.asarray(llm.scores[:n], dtype=np.float32)
+    lsm = log_softmax(logits)
+    nll = [float(-lsm[i, ids[i + 1]]) for i in range(n - 1)]
+    ppl_llama = math.exp(float(np.mean(nll)))
+    argmax_llama = [int(x) for x in np.argmax(logits, axis=-1)]
+
+    ref_pos = ref["positions"]
+    argmax_hf = [int(p["argmax"]) for p in ref_pos]
+    agree = [a == b for a, b in zip(argmax_llama, argmax_hf)]
+    margins_hf = np.array([float(p["margin"]) for p in ref_pos])
+    clear = margins_hf >= 0.1
+    agree_clear = float(np.mean(np.array(agree)[clear])) if clear.any() else None
+    disagree_pos = [i for i, ok in enumerate(agree) if not ok]
+    nll_hf = np.array([float(p["nll"]) for p in ref_pos[:-1]])
+    nll_diff = np.abs(np.array(nll) - nll_hf)
+
+    # Does llama.cpp's own tokenizer give the same ids for the fixture's text?
+    llama_ids_of_text = tokenize(llm, ref["meta"]["text"])
+    same_tok = llama_ids_of_text == (ids[1:] if ref["meta"].get("bos_prepended") else ids)
+
+    ppl_meta = dict(common_meta)
+    ppl_meta.update(
+        {
+            "generator": "tools/reference/make_llamacpp_fixture.py",
+            "implementation": "llama.cpp via llama-cpp-python, one window (all ids evaluated in one batch, fresh KV cache)",
+            "ppl_definition": "exp(mean NLL of tokens 1..N-1 given their prefix); nll_llamacpp[i] = -log_softmax(logits[i])[input_ids[i+1]]",
+            "nll_rounding": "4 decimals",
+            "llamacpp_tokenizer_matches_input_ids": same_tok,
+            "top1_agreement_llamacpp_vs_transformers": round(float(np.mean(agree)), 6),
+            "top1_agreement_where_transformers_margin_ge_0.1": None if agree_clear is None else round(agree_clear, 6),
+            "n_positions_margin_ge_0.1": int(clear.sum()),
+            "top1_disagreement_positions": disagree_pos,
+            "nll_abs_diff_vs_transformers": {
+                "mean": round(float(nll_diff.mean()), 5),
+                "max": round(float(nll_diff.max()), 5),
+                "p99": round(float(np.quantile(nll_diff, 0.99)), 5),
+            },
+        }
+    )
+    fixture = {
+        "meta": ppl_meta,
+        "input_ids_source": args.logits_fixture.name,
+        "n_tokens": n,
+        "ppl_llamacpp": sig(ppl_llama, 7),
+        "ppl_transformers": ref["ppl"],
+        "nll_llamacpp": [round(x, 4) for x in nll],
+        "argmax_llamacpp": argmax_llama,
+    }
+    write_fixture(args.ppl_out, fixture)
+    print(f"wrote {args.ppl_out} ({args.ppl_out.stat().st_size} bytes): ppl llama.cpp {ppl_llama:.4f} "
+          f"transformers {ref['ppl']}; top-1 agreement {np.mean(agree):.4f} "
+          f"(margin>=0.1: {agree_clear}); llama.cpp tokenizer same ids: {same_tok}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
