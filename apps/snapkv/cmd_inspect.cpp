@@ -5,6 +5,7 @@
 #include <map>
 
 #include "commands.h"
+#include "engine/chat_template.h"
 #include "io/gguf.h"
 #include "util/memory.h"
 
@@ -22,7 +23,9 @@ std::string value_text(const GgufValue& v) {
       return fmt::format("[{} x {}]", v.count, gguf_value_type_name(v.elem_type));
     case GgufValueType::kBool:
       return v.u ? "true" : "false";
-    case GgufValueType::kF32: case GgufValueType::kF64:
+    case GgufValueType::kF32:
+      return fmt::format("{:.7g}", v.f);
+    case GgufValueType::kF64:
       return fmt::format("{}", v.f);
     default:
       return v.type == GgufValueType::kU64 ? fmt::format("{}", v.u) : fmt::format("{}", v.i);
@@ -53,6 +56,10 @@ int inspect(const std::string& path, bool all_tensors) {
       const uint64_t id = f->get_uint(key);
       fmt::print("  {:<44} {} = \"{}\"\n", fmt::format("{} token", k), id, id < tokens.size() ? tokens[id] : "?");
     }
+  }
+  if (f->has("tokenizer.chat_template")) {
+    fmt::print("  {:<44} {}\n", "chat template (detected)",
+               chat_template_name(detect_chat_template(f->get_string("tokenizer.chat_template"))));
   }
 
   fmt::print("\ntensors:\n  {:<36} {:<7} {:>22} {:>12}\n", "name", "type", "shape", "bytes");
