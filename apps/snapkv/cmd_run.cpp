@@ -29,6 +29,7 @@ struct RunOptions {
   std::string prompt_file;
   bool chat = false;
   std::string system;
+  std::string chat_template;
   int n_predict = 128;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int ctx = 0;
@@ -71,8 +72,9 @@ int run(const RunOptions& o) {
     std::vector<ChatMessage> messages;
     if (!o.system.empty()) messages.push_back({"system", o.system});
     messages.push_back({"user", text});
-    const ChatTemplateKind kind = detect_chat_template(file->get_string("tokenizer.chat_template", ""));
-    text = apply_chat_template(kind, messages, /*add_generation_prompt=*/true);
+    ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
+    if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
+    text = apply_chat_template(tmpl, messages, /*add_generation_prompt=*/true);
     ids = tokenizer->encode(text, tokenizer->add_bos(), /*parse_special=*/true);
   } else {
     ids = tokenizer->encode(text, tokenizer->add_bos(), /*parse_special=*/false);
@@ -122,6 +124,8 @@ Action add_run(CLI::App& app) {
   app.add_option("-f,--file", o->prompt_file, "read the prompt from a file");
   app.add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as a user turn");
   app.add_option("--system", o->system, "system message (with --chat)");
+  app.add_option("--chat-template", o->chat_template,
+                 "chatml | llama3 | mistral | gemma (default: detected from the model's template)");
   app.add_option("-n,--n-predict", o->n_predict, "tokens to generate at most")->capture_default_str();
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--ctx", o->ctx, "context size in tokens (default: the model's)");
