@@ -27,7 +27,7 @@
 #define SNAPKV_OPS_ATTENTION_CONSTANTS_
 namespace snapkv::attention_detail {
 inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
-inline constexpr int kTokenTile = 8;   // query tokens that share each key block
+inline constexpr int kTokenTile = 16;  // query tokens that share each key block
 inline constexpr int kTransposeMinRows = 8;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 }  // namespace snapkv::attention_detail
