@@ -6,11 +6,17 @@ Run inside tools/reference/.venv, after make_logits_fixture.py (the perplexity p
 evaluates the same input_ids as tests/fixtures/logits_transformers.json):
 
     tools/reference/.venv/bin/python tools/reference/make_llamacpp_fixture.py
+    tools/reference/.venv/bin/python tools/reference/make_llamacpp_fixture.py --only greedy
 
 Greedy decoding is done step by step on llama.cpp's logits: the next token is the
 argmax of the last position's logits (ties go to the lowest id, as numpy.argmax does),
 which is what temperature 0 / top_k 1 without repetition penalty amounts to.
 Generation does not stop at EOS; where EOS came is recorded.
+
+Each greedy case also carries the fp32 reference: HF transformers on the same GGUF
+(dequantized to fp32, eager attention, as make_logits_fixture.py loads it), decoding
+the same prompt_ids greedily on its own (free-running, KV cache, same tie rule), and
+the step where its path first parts from llama.cpp's.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ N_CTX = 4096
 N_THREADS = 2
 N_BATCH = 2048  # the whole 1100-token perplexity window goes in as one batch
 N_UBATCH = 2048
+TORCH_THREADS = 2
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -106,6 +113,51 @@ def greedy(llm, prompt_ids: list[int], n_new: int) -> dict:
     return {"generated_ids": gen, "runner_up_ids": runner_up, "margins": margins}
 
 
+def load_transformers(model_path: Path):
+    """The fp32 reference model, loaded exactly as make_logits_fixture.py loads it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    torch.set_num_threads(TORCH_THREADS)  # fixed, so that fp32 reductions are reproducible
+    model = AutoModelForCausalLM.from_pretrained(
+        str(model_path.parent), gguf_file=model_path.name, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    non_fp32 = sorted({str(p.dtype) for p in model.parameters() if p.dtype != torch.float32})
+    if non_fp32:
+        raise SystemExit(f"model has non-fp32 parameters: {non_fp32}")
+    return model
+
+
+def greedy_transformers(model, prompt_ids: list[int], n_new: int) -> dict:
+    """Free-running greedy with transformers: KV cache, not stopping at EOS, ties -> lowest id."""
+    import torch
+
+    gen, margins = [], []
+    with torch.inference_mode():
+        out = model(input_ids=torch.tensor([prompt_ids], dtype=torch.long), use_cache=True)
+        for step in range(n_new):
+            row = out.logits[0, -1].to(torch.float32).numpy()
+            a, _, m = top2(row)
+            gen.append(a)
+            margins.append(sig(m, 4))
+            if step + 1 < n_new:
+                out = model(
+                    input_ids=torch.tensor([[a]], dtype=torch.long), past_key_values=out.past_key_values, use_cache=True
+                )
+    return {"ids": gen, "margins": margins}
+
+
+def teacher_forced_agreement(model, prompt_ids: list[int], generated: list[int]) -> int:
+    """Steps where transformers' argmax, fed llama.cpp's own continuation, is llama.cpp's token."""
+    import torch
+
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([prompt_ids + generated], dtype=torch.long), use_cache=False).logits[0]
+    rows = logits[len(prompt_ids) - 1 : len(prompt_ids) + len(generated) - 1].to(torch.float32).numpy()
+    return sum(int(np.argmax(r)) == t for r, t in zip(rows, generated))
+
+
 def greedy_via_sampler(llm, prompt_ids: list[int], n_new: int) -> list[int]:
     """Cross-check: llama-cpp-python's own generate() with temperature 0."""
     llm.reset()
@@ -141,16 +193,76 @@ def build_cases(llm, essays: Path) -> list[dict]:
         {"name": "list_numbered", "prompt": "Things to pack for a camping trip:\n1. Tent\n2. Sleeping bag\n3."},
         {"name": "digits_sequence", "prompt": "Count from 1 to 20: 1, 2, 3, 4, 5,"},
     ]
+    essay_names = sorted(p.name for p in essays.glob("*.txt"))
+
+    def essay_prefix(name: str, n_tokens: int) -> str:
+        ids = tokenize(llm, (essays / name).read_text(encoding="utf-8"))
+        if len(ids) < n_tokens:
+            raise SystemExit(f"{name} has only {len(ids)} tokens, need {n_tokens}")
+        return llm.detokenize(ids[:n_tokens], special=True).decode("utf-8")
 
     # A longer passage: the first 500 llama.cpp tokens of the second essay in sorted order.
-    essay = sorted(p.name for p in essays.glob("*.txt"))[1]
-    ids = tokenize(llm, (essays / essay).read_text(encoding="utf-8"))[:500]
-    text = llm.detokenize(ids, special=True).decode("utf-8")
+    essay = essay_names[1]
     cases.append(
         {
             "name": "essay_passage_500",
-            "prompt": text,
+            "prompt": essay_prefix(essay, 500),
             "note": f"first 500 tokens of shared/data/niah_paulgraham/PaulGrahamEssays/{essay}",
+        }
+    )
+
+    # ---- added later (cases 8-16); the seven above are unchanged -------------------
+    cases += [
+        {"name": "fact_short", "prompt": "Water boils at a temperature of"},
+        {
+            "name": "chatml_history",
+            "prompt": "<|im_start|>user\nWho was the first emperor of Rome, and how did he come to power?"
+            "<|im_end|>\n<|im_start|>assistant\n",
+            "note": "ChatML turn written by hand, no system message",
+        },
+        {
+            "name": "json_snippet",
+            "prompt": '{\n  "name": "Alice",\n  "age": 30,\n  "email": "alice@example.com",\n  "languages": [',
+        },
+        {
+            "name": "code_c",
+            "prompt": "#include <stddef.h>\n\n/* Return the number of bytes before the terminating NUL. */\n"
+            "size_t my_strlen(const char *s) {\n",
+        },
+        {"name": "dialogue_line", "prompt": '"Where were you last night?" she asked, closing the door behind her.\n"'},
+        {
+            "name": "recipe_list",
+            "prompt": "Simple pancakes\n\nIngredients:\n- 1 cup all-purpose flour\n- 2 tablespoons sugar\n- 1 egg\n-",
+        },
+        {
+            "name": "multilingual",
+            "prompt": "English: The weather is beautiful today.\nFrançais : Il fait très beau aujourd'hui.\n"
+            "Deutsch: Das Wetter ist heute schön.\nEspañol:",
+            "note": "non-ASCII letters (ç, è, ö, ñ) in the prompt",
+        },
+        {
+            "name": "math_word_problem_chat",
+            "prompt": render_chat_template(
+                template,
+                [
+                    {
+                        "role": "user",
+                        "content": "A baker makes 12 muffins per tray and bakes 7 trays. She sells 53 muffins. "
+                        "How many muffins are left?",
+                    }
+                ],
+                bos,
+                eos,
+            ),
+            "note": "rendered with the GGUF tokenizer.chat_template (adds its default system message)",
+        },
+    ]
+    essay = essay_names[2]
+    cases.append(
+        {
+            "name": "essay_passage_1000",
+            "prompt": essay_prefix(essay, 1000),
+            "note": f"first 1000 tokens of shared/data/niah_paulgraham/PaulGrahamEssays/{essay}",
         }
     )
     return cases
@@ -164,6 +276,7 @@ def main() -> int:
     ap.add_argument("--logits-fixture", type=Path, default=FIXTURES / "logits_transformers.json")
     ap.add_argument("--greedy-out", type=Path, default=FIXTURES / "greedy_llamacpp.json")
     ap.add_argument("--ppl-out", type=Path, default=FIXTURES / "perplexity.json")
+    ap.add_argument("--only", choices=("greedy", "perplexity"), default=None, help="write only one of the two fixtures")
     args = ap.parse_args()
 
     import llama_cpp
@@ -199,7 +312,14 @@ def main() -> int:
         "eog_ids": eog,
     }
 
-    # ---- a) greedy continuations -------------------------------------------------
+    if args.only != "perplexity":
+        write_greedy(llm, args, common_meta, eog, model_path)
+    if args.only != "greedy":
+        write_perplexity(llm, args, common_meta)
+    return 0
+
+
+def write_greedy(llm, args, common_meta: dict, eog: list[int], model_path: Path) -> None:
     cases_out = []
     for case in build_cases(llm, args.essays):
         prompt_ids = tokenize(llm, case["prompt"])
@@ -225,6 +345,35 @@ def main() -> int:
               f"min margin {min(g['margins']):.4g}, sampler agrees {row['llama_cpp_greedy_sampler_agrees']}")
         print("   ", repr(text[:120]))
 
+    # ---- the fp32 reference on the same prompt_ids: HF transformers ----------------
+    model = load_transformers(model_path)
+    n_identical = 0
+    tf_agree = tf_total = 0
+    divergences = []
+    for row in cases_out:
+        t = greedy_transformers(model, row["prompt_ids"], args.n_new)
+        first = next((i for i, (a, b) in enumerate(zip(t["ids"], row["generated_ids"])) if a != b), None)
+        row["transformers_ids"] = t["ids"]
+        row["transformers_margins"] = t["margins"]
+        row["first_divergence"] = first
+        tf = teacher_forced_agreement(model, row["prompt_ids"], row["generated_ids"])
+        row["transformers_teacher_forced_agree"] = tf
+        tf_agree += tf
+        tf_total += len(row["generated_ids"])
+        if first is None:
+            n_identical += 1
+            print(f"{row['name']}: transformers identical; teacher-forced {tf}/{len(row['generated_ids'])}")
+        else:
+            d = {
+                "name": row["name"],
+                "step": first,
+                "llama_cpp_margin": row["margins"][first],
+                "transformers_margin": t["margins"][first],
+            }
+            divergences.append(d)
+            print(f"{row['name']}: transformers parts at step {first} (llama.cpp margin {d['llama_cpp_margin']}, "
+                  f"transformers margin {d['transformers_margin']}); teacher-forced {tf}/{len(row['generated_ids'])}")
+
     greedy_meta = dict(common_meta)
     greedy_meta.update(
         {
@@ -238,12 +387,31 @@ def main() -> int:
             "runner_up_ids": "the top-2 token at each generated step",
             "first_eog_index": "index into generated_ids of the first end-of-generation token, or null",
             "llama_cpp_greedy_sampler_agrees": "generated_ids equal llama-cpp-python generate(temp=0, top_k=1)",
+            "transformers_reference": "HF transformers AutoModelForCausalLM.from_pretrained(models/, gguf_file=..., "
+            "dtype=float32, attn_implementation='eager') (as make_logits_fixture.py), "
+            f"torch threads {TORCH_THREADS}; fed the same prompt_ids",
+            "transformers_versions": versions(["torch", "transformers", "tokenizers", "gguf", "accelerate"]),
+            "transformers_ids": "transformers' own free-running greedy continuation of prompt_ids (KV cache, "
+            f"ties -> lowest id, {args.n_new} tokens, not stopping at EOS)",
+            "transformers_margins": "logit(top1) - logit(top2) of transformers at each of its own steps, "
+            "4 significant digits",
+            "first_divergence": "first index where transformers_ids != generated_ids, or null if identical; "
+            "margins[i] and transformers_margins[i] at that index are the two references' margins there",
+            "transformers_teacher_forced_agree": "steps (of the generated ones) where transformers' argmax, given "
+            "prompt_ids + llama.cpp's generated_ids[:i], equals generated_ids[i]",
+            "n_cases": len(cases_out),
+            "n_cases_transformers_identical": n_identical,
+            "transformers_teacher_forced_agreement": f"{tf_agree}/{tf_total}",
+            "transformers_divergences": divergences,
         }
     )
     write_fixture(args.greedy_out, {"meta": greedy_meta, "cases": cases_out}, row_keys=("cases",))
-    print(f"wrote {args.greedy_out} ({args.greedy_out.stat().st_size} bytes)")
+    print(f"wrote {args.greedy_out} ({args.greedy_out.stat().st_size} bytes): "
+          f"transformers identical to llama.cpp in {n_identical} of {len(cases_out)} cases; "
+          f"teacher-forced agreement {tf_agree}/{tf_total}")
 
-    # ---- b) perplexity on the transformers fixture's ids --------------------------
+
+def write_perplexity(llm, args, common_meta: dict) -> None:
     ref = json.loads(args.logits_fixture.read_text(encoding="utf-8"))
     ids = [int(x) for x in ref["input_ids"]]
     n = len(ids)
@@ -303,7 +471,6 @@ def main() -> int:
     print(f"wrote {args.ppl_out} ({args.ppl_out.stat().st_size} bytes): ppl llama.cpp {ppl_llama:.4f} "
           f"transformers {ref['ppl']}; top-1 agreement {np.mean(agree):.4f} "
           f"(margin>=0.1: {agree_clear}); llama.cpp tokenizer same ids: {same_tok}")
-    return 0
 
 
 if __name__ == "__main__":
