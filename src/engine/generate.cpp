@@ -16,11 +16,6 @@ GenerateStats generate(Session& session, const Tokenizer& tokenizer, std::span<c
                        const GenerateParams& params, const TokenCallback& on_token,
                        const std::function<void(int, int)>& progress) {
   if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const int room = session.n_ctx() - session.n_past();
-  if (static_cast<int64_t>(prompt.size()) > room) {
-    fail(ErrorKind::kOutOfRange, "the prompt has {} tokens but the context holds {} (raise --ctx, up to {} for this model)",
-         prompt.size(), room, session.model().hparams().n_ctx_train);
-  }
   Sampler sampler(params.sampling);
   GenerateStats st;
   st.n_prompt = static_cast<int>(prompt.size());
