@@ -1,6 +1,7 @@
 // Y = X W^T with W in its GGUF storage type: fused dequantize-and-dot for decode, tiled
-// dequantize-then-GEMM for prefill. Compiled once per SIMD target (Highway foreach_target);
-// the public functions at the end dispatch to the best target at run time.
+// dequantize-then-GEMM for prefill. Compiled once per SIMD target (Highway foreach_target:
+// AVX-512, AVX2, SSE4, and a plain scalar fallback); the public functions at the end dispatch to
+// the best target at run time.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -33,6 +34,59 @@ HWY_BEFORE_NAMESPACE();
 namespace snapkv {
 namespace HWY_NAMESPACE {
 namespace {
+
+// Runs fn(ith, nth) on the pool, or inline when the work (multiply-adds) is too small to pay for
+// waking the workers. ThreadPool workers sleep on a condition variable, and waking an idle core
+// takes about 65 us in this VM, while a single thread does a 576 x 1536 Q4_1 matvec (2^19.8
+// multiply-adds) in 80 us; so only larger products are split. With a pool whose workers spin for
+// a while before sleeping (about 1 us per run), 2^17 would be the right threshold: the same
+// matvec then takes 41 us on 2 threads.
+inline constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+template <class Fn>
+void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
+  if (pool.size() == 1 || work < kMinParallelWork) {
+    fn(0, 1);
+  } else {
+    pool.run(fn);
+  }
+}
+
+// Rows of thread ith: contiguous, in whole units of `unit` rows.
+inline void SplitRows(int64_t n_out, int64_t unit, int ith, int nth, int64_t* r0, int64_t* r1) {
+  const int64_t units = (n_out + unit - 1) / unit;
+  *r0 = std::min(n_out, units * ith / nth * unit);
+  *r1 = std::min(n_out, units * (ith + 1) / nth * unit);
+}
+
+int64_t TargetT() { return HWY_TARGET; }
+
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+// The portable fallback, for x86 CPUs without SSE4 (and any other architecture until it gets its
+// targets): the reference dequantizer and plain loops. Highway's emulated vectors would only be
+// slower here, and they make sanitizer builds of this file take many minutes.
+
+void MatmulT(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+  RunOn(pool, w.n_out * w.n_in * n_tok, [&](int ith, int nth) {
+    int64_t r0, r1;
+    SplitRows(w.n_out, 8, ith, nth, &r0, &r1);
+    float* row = matmul_detail::scratch(0, static_cast<size_t>(w.n_in));
+    for (int64_t r = r0; r < r1; ++r) {
+      dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row, w.n_in);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const float* xt = x + t * w.n_in;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < w.n_in; ++i) acc += xt[i] * row[i];
+        y[t * w.n_out + r] = acc;
+      }
+    }
+  });
+}
+
+void GetRowT(const WeightMatrix& w, int64_t row, float* dst) {
+  dequantize_row(w.type, w.data + static_cast<size_t>(row) * w.row_bytes, dst, w.n_in);
+}
+
+#else  // SIMD targets
 
 namespace hn = hwy::HWY_NAMESPACE;
 using dq::DF;
@@ -231,25 +285,6 @@ void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
   }
 }
 
-// Runs fn(ith, nth) on the pool, or inline when the work (multiply-adds) is too small to pay for
-// waking the workers: a pool.run costs several microseconds, about what a single thread needs
-// for 2^17 multiply-adds of a 4-bit matvec.
-template <class Fn>
-void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
-  if (pool.size() == 1 || work < (int64_t{1} << 18)) {
-    fn(0, 1);
-  } else {
-    pool.run(fn);
-  }
-}
-
-// Rows of thread ith: contiguous, in whole units of `unit` rows.
-inline void SplitRows(int64_t n_out, int64_t unit, int ith, int nth, int64_t* r0, int64_t* r1) {
-  const int64_t units = (n_out + unit - 1) / unit;
-  *r0 = std::min(n_out, units * ith / nth * unit);
-  *r1 = std::min(n_out, units * (ith + 1) / nth * unit);
-}
-
 template <class D>
 void MatmulTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y,
                  ThreadPool& pool) {
@@ -293,7 +328,7 @@ void GetRowT(const WeightMatrix& w, int64_t row, float* dst) {
   });
 }
 
-int64_t TargetT() { return HWY_TARGET; }
+#endif  // SIMD targets
 
 }  // namespace
 

@@ -233,13 +233,14 @@ TEST_P(MatmulTest, MatchesReference) {
 }
 
 TEST_P(MatmulTest, LargerShapes) {
-  // Enough work for the kernels to split rows across threads (small products run on the calling
-  // thread only); several token chunks (more than 256 tokens) and many row tiles for prefill.
+  // Enough work for the kernels to split rows across threads (products under 2^20 multiply-adds
+  // run on the calling thread only); several token chunks (more than 256 tokens) and many row
+  // tiles for prefill.
   const GgmlType type = GetParam();
   std::mt19937 rng(99 + static_cast<int>(type));
   ThreadPool pool1(1), pool2(2);
   const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 1024 : 608;
-  for (int64_t n_tok : {1, 3, 8}) check_matmul(type, n_in, 777, n_tok, rng, pool1, pool2);
+  for (int64_t n_tok : {1, 3, 8}) check_matmul(type, n_in, 1777, n_tok, rng, pool1, pool2);
   check_matmul(type, n_in, 77, 530, rng, pool1, pool2);
 }
 
