@@ -63,6 +63,20 @@ HWY_INLINE float LoadHalf(const uint8_t* p) {
 #endif
 }
 
+// Two consecutive f16 scales at p (d and m of a block), with one conversion.
+HWY_INLINE void LoadHalf2(const uint8_t* p, float* a, float* b) {
+#if HWY_TARGET <= HWY_AVX2
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
+  *a = _mm_cvtss_f32(f);
+  *b = _mm_cvtss_f32(_mm_movehdup_ps(f));
+#else
+  *a = LoadHalf(p);
+  *b = LoadHalf(p + 2);
+#endif
+}
+
 // Lanes(DF) halves to f32, exactly (subnormals, infinities and NaNs included).
 HWY_INLINE VF LoadHalves(const uint8_t* p) {
 #if HWY_TARGET <= HWY_AVX2
@@ -171,8 +185,9 @@ struct DecQ4_1 {
   template <class Sink>
   static HWY_INLINE void Decode(const uint8_t* row, int64_t gi, Sink& sink) {
     const uint8_t* b = row + gi * kBlockBytes;
-    const VF d = hn::Set(DF(), LoadHalf(b));
-    const VF m = hn::Set(DF(), LoadHalf(b + 2));
+    float sd, sm;
+    LoadHalf2(b, &sd, &sm);
+    const VF d = hn::Set(DF(), sd), m = hn::Set(DF(), sm);
     const VI mask = hn::Set(DI(), 0xF);
     HWY_UNROLL(16)
     for (size_t j = 0; j < 16; j += kLanes) {
@@ -222,8 +237,9 @@ struct DecQ5_1 {
   template <class Sink>
   static HWY_INLINE void Decode(const uint8_t* row, int64_t gi, Sink& sink) {
     const uint8_t* b = row + gi * kBlockBytes;
-    const VF d = hn::Set(DF(), LoadHalf(b));
-    const VF m = hn::Set(DF(), LoadHalf(b + 2));
+    float sd, sm;
+    LoadHalf2(b, &sd, &sm);
+    const VF d = hn::Set(DF(), sd), m = hn::Set(DF(), sm);
     const VU qh = hn::Set(DU(), LoadU32(b + 4));
     const VI mask = hn::Set(DI(), 0xF);
     HWY_UNROLL(16)
@@ -254,7 +270,8 @@ struct KScales {
   float d1, m1, d2, m2;
 };
 HWY_INLINE KScales LoadKScales(const uint8_t* b, int g) {
-  const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
+  float d, dmin;
+  LoadHalf2(b, &d, &dmin);
   uint8_t sc, mn;
   KScales s;
   unpack_scale_min_k4(2 * g, b + 4, &sc, &mn);

@@ -11,7 +11,7 @@
 #include "util/error.h"
 
 // SSSE3-only CPUs (before 2008) fall back to the portable target; skipping it saves a compile
-// pass. AVX-512 (AVX3), AVX2, SSE4 and the portable EMU128 target are built.
+// pass. AVX-512 (AVX3), AVX2, SSE4 and the portable fallback (HWY_SCALAR or EMU128) are built.
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS HWY_SSSE3
 #endif
@@ -60,10 +60,11 @@ inline void SplitRows(int64_t n_out, int64_t unit, int ith, int nth, int64_t* r0
 
 int64_t TargetT() { return HWY_TARGET; }
 
-#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
-// The portable fallback, for x86 CPUs without SSE4 (and any other architecture until it gets its
-// targets): the reference dequantizer and plain loops. Highway's emulated vectors would only be
-// slower here, and they make sanitizer builds of this file take many minutes.
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_HAVE_SCALABLE
+// The portable fallback, for x86 CPUs without SSE4: the reference dequantizer and plain loops.
+// Highway's emulated vectors would only be slower here, and they make sanitizer builds of this
+// file take many minutes. Scalable-vector targets (SVE, RVV) also land here for now: the SIMD
+// code below assumes that Lanes(DF) is a compile-time constant.
 
 void MatmulT(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
   RunOn(pool, w.n_out * w.n_in * n_tok, [&](int ith, int nth) {
