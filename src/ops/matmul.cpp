@@ -35,13 +35,11 @@ namespace snapkv {
 namespace HWY_NAMESPACE {
 namespace {
 
-// Runs fn(ith, nth) on the pool, or inline when the work (multiply-adds) is too small to pay for
-// waking the workers. ThreadPool workers sleep on a condition variable, and waking an idle core
-// takes about 65 us in this VM, while a single thread does a 576 x 1536 Q4_1 matvec (2^19.8
-// multiply-adds) in 80 us; so only larger products are split. With a pool whose workers spin for
-// a while before sleeping (about 1 us per run), 2^17 would be the right threshold: the same
-// matvec then takes 41 us on 2 threads.
-inline constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+// Runs fn(ith, nth) on the pool, or inline when the product (multiply-adds) is too small to pay
+// for it. Splitting pays off above about 2^17 multiply-adds: the pool's
+// workers spin between jobs, so a run() costs about a microsecond, and a 576 x 1536 Q4_1 matvec
+// (2^19.8 multiply-adds, 80 us on one thread) takes about 41 us on two.
+inline constexpr int64_t kMinParallelWork = int64_t{1} << 17;
 template <class Fn>
 void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
   if (pool.size() == 1 || work < kMinParallelWork) {

@@ -1,8 +1,23 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace snapkv {
+namespace {
+
+// How long an idle worker polls for the next job before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(500);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
@@ -13,26 +28,29 @@ ThreadPool::~ThreadPool() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  start_cv_.notify_all();
+  wake_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 void ThreadPool::worker(int ith) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* job;
-    {
-      std::unique_lock lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+    // Poll for a new generation for a while, then sleep until run() or the destructor wakes us.
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    int polls = 0;
+    while (generation_.load(std::memory_order_acquire) == seen) {
+      cpu_relax();
+      if (++polls % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
+        std::unique_lock lock(mu_);
+        ++sleepers_;
+        wake_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
+        --sleepers_;
+        if (stop_) return;
+      }
     }
-    (*job)(ith, n_threads_);
-    {
-      std::lock_guard lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
+    seen = generation_.load(std::memory_order_acquire);
+    (*job_.load(std::memory_order_acquire))(ith, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -41,17 +59,16 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     fn(0, 1);
     return;
   }
+  job_.store(&fn, std::memory_order_release);
+  pending_.store(n_threads_ - 1, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   {
+    // Taking the lock orders this wake-up after any worker's check of the predicate.
     std::lock_guard lock(mu_);
-    job_ = &fn;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    if (sleepers_ > 0) wake_cv_.notify_all();
   }
-  start_cv_.notify_all();
   fn(0, n_threads_);
-  std::unique_lock lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
+  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {

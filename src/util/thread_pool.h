@@ -1,6 +1,11 @@
 #pragma once
 // A small fixed pool of worker threads. The calling thread takes part in the work, so a pool of
 // n threads starts n - 1 workers. Thread count is always an explicit option, never a global.
+//
+// Decode issues a few hundred small jobs per token, each shorter than waking a sleeping thread
+// (tens of microseconds), so workers spin on the job counter for a short while after each job
+// before they sleep on a condition variable.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -21,6 +26,7 @@ class ThreadPool {
 
   // Calls fn(thread_index, n_threads) on every thread of the pool and returns when all are done.
   // Work splitting is left to fn, so kernels can partition rows in the way that suits them.
+  // Not reentrant: fn must not call run() on the same pool.
   void run(const std::function<void(int ith, int nth)>& fn);
 
   // Splits [0, n) into contiguous ranges, at most one per thread, and calls fn(begin, end).
@@ -31,12 +37,12 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  const std::function<void(int, int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<const std::function<void(int, int)>*> job_{nullptr};
+  std::atomic<uint64_t> generation_{0};  // bumped once per run()
+  std::atomic<int> pending_{0};          // workers still inside the current job
+  std::mutex mu_;                        // guards sleepers_ and stop_ for the condition variable
+  std::condition_variable wake_cv_;
+  int sleepers_ = 0;
   bool stop_ = false;
 };
 
