@@ -38,8 +38,8 @@ class Llama final : public Model {
                const LayerCallback& after_layer) const override;
 
  private:
-  WeightMatrix matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
-  std::vector<float> vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
+  WeightMatrix load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
+  std::vector<float> load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
   void layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n, KvStore& kv,
                    ThreadPool& pool) const;
 
@@ -50,7 +50,7 @@ class Llama final : public Model {
   size_t weight_bytes_ = 0;
 };
 
-WeightMatrix Llama::matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out) {
+WeightMatrix Llama::load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out) {
   const GgufTensor& t = f.tensor(name);
   if (t.ne[0] != n_in || t.n_rows() != n_out) {
     fail(ErrorKind::kBadFile, "{}: tensor '{}' has shape [{}, {}], expected [{}, {}]", f.path(), name,
@@ -65,9 +65,9 @@ WeightMatrix Llama::matrix(const GgufFile& f, const std::string& name, int64_t n
   return WeightMatrix{t.type, t.data, n_in, n_out, ggml_row_bytes(info, n_in)};
 }
 
-std::vector<float> Llama::vector(const GgufFile& f, const std::string& name, int64_t n, bool required) {
+std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required) {
   if (!required && !f.find_tensor(name)) return {};
-  const WeightMatrix w = matrix(f, name, n, 1);
+  const WeightMatrix w = load_matrix(f, name, n, 1);
   std::vector<float> out(n);
   get_row(w, 0, out.data());
   return out;
@@ -97,9 +97,9 @@ Llama::Llama(const GgufFile& f) {
 
   const GgufTensor& embd = f.tensor("token_embd.weight");
   h.n_vocab = static_cast<int>(embd.n_rows());
-  tok_embd_ = matrix(f, "token_embd.weight", h.n_embd, h.n_vocab);
-  output_norm_ = vector(f, "output_norm.weight", h.n_embd, true);
-  output_ = f.find_tensor("output.weight") ? matrix(f, "output.weight", h.n_embd, h.n_vocab) : tok_embd_;
+  tok_embd_ = load_matrix(f, "token_embd.weight", h.n_embd, h.n_vocab);
+  output_norm_ = load_vector(f, "output_norm.weight", h.n_embd, true);
+  output_ = f.find_tensor("output.weight") ? load_matrix(f, "output.weight", h.n_embd, h.n_vocab) : tok_embd_;
 
   RopeParams& r = h.rope;
   r.mode = h.arch == "qwen2" ? RopeMode::kNeox : RopeMode::kNormal;
@@ -114,7 +114,7 @@ Llama::Llama(const GgufFile& f) {
   } else if (scaling != "none") {
     fail(ErrorKind::kUnsupported, "{}: rope scaling '{}' is not supported", f.path(), scaling);
   }
-  r.freq_factors = vector(f, "rope_freqs.weight", r.n_rot / 2, false);
+  r.freq_factors = load_vector(f, "rope_freqs.weight", r.n_rot / 2, false);
   if (r.freq_base <= 0 || r.freq_scale <= 0) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
   inv_freq_ = r.inv_freq();
 
@@ -123,18 +123,18 @@ Llama::Llama(const GgufFile& f) {
   for (int il = 0; il < h.n_layer; ++il) {
     Layer& L = layers_[il];
     const std::string p = "blk." + std::to_string(il) + ".";
-    L.attn_norm = vector(f, p + "attn_norm.weight", e, true);
-    L.ffn_norm = vector(f, p + "ffn_norm.weight", e, true);
-    L.wq = matrix(f, p + "attn_q.weight", e, h.n_head * d);
-    L.wk = matrix(f, p + "attn_k.weight", e, h.n_head_kv * d);
-    L.wv = matrix(f, p + "attn_v.weight", e, h.n_head_kv * d);
-    L.wo = matrix(f, p + "attn_output.weight", h.n_head * d, e);
-    L.bq = vector(f, p + "attn_q.bias", h.n_head * d, false);
-    L.bk = vector(f, p + "attn_k.bias", h.n_head_kv * d, false);
-    L.bv = vector(f, p + "attn_v.bias", h.n_head_kv * d, false);
-    L.w_gate = matrix(f, p + "ffn_gate.weight", e, h.n_ff);
-    L.w_up = matrix(f, p + "ffn_up.weight", e, h.n_ff);
-    L.w_down = matrix(f, p + "ffn_down.weight", h.n_ff, e);
+    L.attn_norm = load_vector(f, p + "attn_norm.weight", e, true);
+    L.ffn_norm = load_vector(f, p + "ffn_norm.weight", e, true);
+    L.wq = load_matrix(f, p + "attn_q.weight", e, h.n_head * d);
+    L.wk = load_matrix(f, p + "attn_k.weight", e, h.n_head_kv * d);
+    L.wv = load_matrix(f, p + "attn_v.weight", e, h.n_head_kv * d);
+    L.wo = load_matrix(f, p + "attn_output.weight", h.n_head * d, e);
+    L.bq = load_vector(f, p + "attn_q.bias", h.n_head * d, false);
+    L.bk = load_vector(f, p + "attn_k.bias", h.n_head_kv * d, false);
+    L.bv = load_vector(f, p + "attn_v.bias", h.n_head_kv * d, false);
+    L.w_gate = load_matrix(f, p + "ffn_gate.weight", e, h.n_ff);
+    L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
+    L.w_down = load_matrix(f, p + "ffn_down.weight", h.n_ff, e);
   }
   // A tied output matrix was counted twice.
   if (output_.data == tok_embd_.data) weight_bytes_ -= f.tensor("token_embd.weight").n_bytes;
