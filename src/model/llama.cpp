@@ -22,6 +22,15 @@ namespace {
 
 constexpr int64_t kChunk = 256;  // tokens per chunk inside a layer
 
+// Activations of one chunk, allocated once per forward call and reused by every layer and chunk.
+struct Scratch {
+  Scratch(const ModelHparams& h, int64_t n)
+      : hn(n * h.n_embd), q(n * h.n_head * h.head_dim), k(n * h.n_head_kv * h.head_dim),
+        v(n * h.n_head_kv * h.head_dim), o(n * h.n_head * h.head_dim), gate(n * h.n_ff), up(n * h.n_ff) {}
+  std::vector<float> hn, q, k, v, o;  // [n, n_embd], [n, n_head*d], [n, n_kv*d] x2, [n, n_head*d]
+  std::vector<float> gate, up;        // [n, n_ff]
+};
+
 struct Layer {
   std::vector<float> attn_norm, ffn_norm;   // [n_embd]
   WeightMatrix wq, wk, wv, wo;              // [n_head*d, n_embd], [n_kv*d, n_embd] x2, [n_embd, n_head*d]
@@ -41,7 +50,7 @@ class Llama final : public Model {
   WeightMatrix load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
   std::vector<float> load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
   void layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n, KvStore& kv,
-                   ThreadPool& pool) const;
+                   Scratch& s, ThreadPool& pool) const;
 
   WeightMatrix tok_embd_, output_;
   std::vector<float> output_norm_;
@@ -142,33 +151,32 @@ Llama::Llama(const GgufFile& f) {
 
 // One chunk of tokens through one layer; x [n, n_embd] is updated in place.
 void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n,
-                        KvStore& kv, ThreadPool& pool) const {
+                        KvStore& kv, Scratch& s, ThreadPool& pool) const {
   const ModelHparams& h = hp_;
-  const int64_t e = h.n_embd, d = h.head_dim;
-  const int64_t nq = h.n_head * d, nkv = h.n_head_kv * d;
-  std::vector<float> hn(n * e), q(n * nq), k(n * nkv), v(n * nkv), o(n * nq);
+  const int64_t e = h.n_embd;
+  const int64_t nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
+  float* hn = s.hn.data();
 
-  rms_norm(x, L.attn_norm.data(), hn.data(), n, e, h.rms_eps);
-  matmul(L.wq, hn.data(), n, q.data(), pool);
-  matmul(L.wk, hn.data(), n, k.data(), pool);
-  matmul(L.wv, hn.data(), n, v.data(), pool);
-  if (!L.bq.empty()) add_bias(q.data(), L.bq.data(), n, nq);
-  if (!L.bk.empty()) add_bias(k.data(), L.bk.data(), n, nkv);
-  if (!L.bv.empty()) add_bias(v.data(), L.bv.data(), n, nkv);
-  rope(q.data(), pos, n, h.n_head, h.head_dim, h.rope, inv_freq_);
-  rope(k.data(), pos, n, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
-  kv.append(il, n, k.data(), v.data(), pos);
-  attention(q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), o.data(), pool);
-  matmul(L.wo, o.data(), n, hn.data(), pool);
-  add_inplace(x, hn.data(), n * e);
+  rms_norm(x, L.attn_norm.data(), hn, n, e, h.rms_eps);
+  matmul(L.wq, hn, n, s.q.data(), pool);
+  matmul(L.wk, hn, n, s.k.data(), pool);
+  matmul(L.wv, hn, n, s.v.data(), pool);
+  if (!L.bq.empty()) add_bias(s.q.data(), L.bq.data(), n, nq);
+  if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
+  if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
+  rope(s.q.data(), pos, n, h.n_head, h.head_dim, h.rope, inv_freq_);
+  rope(s.k.data(), pos, n, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
+  kv.append(il, n, s.k.data(), s.v.data(), pos);
+  attention(s.q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), s.o.data(), pool);
+  matmul(L.wo, s.o.data(), n, hn, pool);
+  add_inplace(x, hn, n * e);
 
-  std::vector<float> gate(n * h.n_ff), up(n * h.n_ff);
-  rms_norm(x, L.ffn_norm.data(), hn.data(), n, e, h.rms_eps);
-  matmul(L.w_gate, hn.data(), n, gate.data(), pool);
-  matmul(L.w_up, hn.data(), n, up.data(), pool);
-  silu_mul_inplace(gate.data(), up.data(), n * h.n_ff);
-  matmul(L.w_down, gate.data(), n, hn.data(), pool);
-  add_inplace(x, hn.data(), n * e);
+  rms_norm(x, L.ffn_norm.data(), hn, n, e, h.rms_eps);
+  matmul(L.w_gate, hn, n, s.gate.data(), pool);
+  matmul(L.w_up, hn, n, s.up.data(), pool);
+  silu_mul_inplace(s.gate.data(), s.up.data(), n * h.n_ff);
+  matmul(L.w_down, s.gate.data(), n, hn, pool);
+  add_inplace(x, hn, n * e);
 }
 
 void Llama::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
@@ -185,10 +193,11 @@ void Llama::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
     }
     get_row(tok_embd_, tokens[t], x.data() + t * e);
   }
+  Scratch scratch(h, std::min(kChunk, n));
   for (int il = 0; il < h.n_layer; ++il) {
     for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
       const int64_t c = std::min(kChunk, n - c0);
-      layer_chunk(layers_[il], il, x.data() + c0 * e, positions.data() + c0, c, kv, pool);
+      layer_chunk(layers_[il], il, x.data() + c0 * e, positions.data() + c0, c, kv, scratch, pool);
     }
     if (after_layer) after_layer(il);
   }
