@@ -14,6 +14,7 @@
 #include "engine/session.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
+#include "kv_options.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -34,7 +35,11 @@ struct RunOptions {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int ctx = 0;
   bool show_prompt = false;
+  bool verbose = false;
+  std::string question;
+  bool question_agnostic = false;
   SamplingParams sampling;
+  KvOptions kv;
 };
 
 std::string read_text_file(const std::string& path) {
@@ -43,6 +48,17 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// -v: entries kept per layer by the last compression, over all KV heads.
+void print_kept(const Session& session) {
+  if (!session.compressor()) return;
+  const std::vector<LayerKept>& kept = session.compressor()->kept();
+  for (size_t il = 0; il < kept.size(); ++il) {
+    const LayerKept& k = kept[il];
+    fmt::print(stderr, "layer {:2}: kept {} / {} entries ({:.1f} %)\n", il, k.kept, k.total,
+               100.0 * static_cast<double>(k.kept) / static_cast<double>(std::max<int64_t>(1, k.total)));
+  }
 }
 
 int run(const RunOptions& o) {
@@ -55,6 +71,10 @@ int run(const RunOptions& o) {
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  const SessionOptions so = o.kv.session_options();
+  if (o.question_agnostic && o.question.empty()) {
+    fail(ErrorKind::kInvalidArgument, "--question-agnostic needs --question (the context is -p or -f)");
+  }
 
   Timer load_timer;
   const auto file = GgufFile::open(o.model);
@@ -66,52 +86,75 @@ int run(const RunOptions& o) {
     fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, hp.n_ctx_train);
   }
 
-  std::string text = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
-  std::vector<int32_t> ids;
+  // The prompt is the context, then the question (if given) after a blank line. With
+  // --question-agnostic the two are tokenized apart, so the context can be compressed before the
+  // question is seen.
+  const std::string context = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
+  const std::string user = o.question.empty() ? context : context + "\n\n" + o.question;
+  std::string text = user;
   if (o.chat) {
     std::vector<ChatMessage> messages;
     if (!o.system.empty()) messages.push_back({"system", o.system});
-    messages.push_back({"user", text});
+    messages.push_back({"user", user});
     ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
     if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
     text = apply_chat_template(tmpl, messages, /*add_generation_prompt=*/true);
-    ids = tokenizer->encode(text, tokenizer->add_bos(), /*parse_special=*/true);
-  } else {
-    ids = tokenizer->encode(text, tokenizer->add_bos(), /*parse_special=*/false);
   }
-  if (static_cast<int>(ids.size()) + 1 > n_ctx) {
+  size_t split = text.size();  // where the question starts
+  if (o.question_agnostic) split = text.rfind(o.question);
+  std::vector<int32_t> ids = tokenizer->encode(text.substr(0, split), tokenizer->add_bos(), /*parse_special=*/o.chat);
+  std::vector<int32_t> question_ids;
+  if (split < text.size()) question_ids = tokenizer->encode(text.substr(split), false, o.chat);
+  const size_t n_prompt = ids.size() + question_ids.size();
+  if (static_cast<int>(n_prompt) + 1 > n_ctx) {
     fail(ErrorKind::kOutOfRange, "the prompt has {} tokens but --ctx is {} (the model allows up to {})",
-         ids.size(), n_ctx, hp.n_ctx_train);
+         n_prompt, n_ctx, hp.n_ctx_train);
   }
   fmt::print(stderr, "model: {} ({}, {} layers, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
              hp.name, hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
   if (o.show_prompt) fmt::print("{}", text);
 
   ThreadPool pool(o.threads);
-  Session session(*model, n_ctx, pool);
+  Session session(*model, n_ctx, pool, so);
+  fmt::print(stderr, "KV cache: {}, {}\n", kv_type_name(so.kv_type), so.press.describe());
   // Progress on long prompts only; short ones finish before a line would be useful.
   std::function<void(int, int)> progress;
   Timer prefill_timer;
-  if (ids.size() >= 1024) {
+  if (n_prompt >= 1024) {
     progress = [&](int done, int total) {
       const double s = prefill_timer.seconds();
-      fmt::print(stderr, "\rprefill {} tokens: layer {}/{}, {:.1f} s, ETA {:.1f} s   ", ids.size(), done, total, s,
+      fmt::print(stderr, "\rprefill {} tokens: layer {}/{}, {:.1f} s, ETA {:.1f} s   ", n_prompt, done, total, s,
                  s / done * (total - done));
       if (done == total) fmt::print(stderr, "\n");
     };
   }
-  const GenerateStats st = generate(session, *tokenizer, ids, gp, [](int32_t, std::string_view piece) {
+  const auto print_piece = [](int32_t, std::string_view piece) {
     fmt::print("{}", piece);
     std::fflush(stdout);
     return true;
-  }, progress);
+  };
+  GenerateStats st;
+  if (o.question_agnostic) {
+    session.prefill(ids, progress);  // the context alone, compressed
+    const double context_s = prefill_timer.seconds();
+    gp.compress_prompt = false;
+    st = generate(session, *tokenizer, question_ids, gp, print_piece);
+    st.n_prompt = static_cast<int>(n_prompt);
+    st.prefill_s += context_s;
+  } else {
+    ids.insert(ids.end(), question_ids.begin(), question_ids.end());
+    st = generate(session, *tokenizer, ids, gp, print_piece, progress);
+  }
   fmt::print("\n");
+  if (o.verbose) print_kept(session);
+  const double full = static_cast<double>(session.kv_full_bytes());
   fmt::print(stderr,
              "stats: prompt {} tok | prefill {:.1f} tok/s ({:.2f} s) | decode {:.1f} tok/s ({} tok) | "
-             "peak RSS {} | KV cache {} | weights {}\n",
+             "peak RSS {} | KV cache {} ({:.1f}x smaller than full {}) | weights {}\n",
              st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9), st.prefill_s,
              st.n_decoded / std::max(st.decode_s, 1e-9), st.n_generated, format_bytes(peak_rss_bytes()),
-             format_bytes(session.kv().bytes()), format_bytes(model->weight_bytes()));
+             format_bytes(session.kv().bytes()), full / std::max<double>(1, session.kv().bytes()),
+             format_bytes(session.kv_full_bytes()), format_bytes(model->weight_bytes()));
   return 0;
 }
 
@@ -130,6 +173,11 @@ Action add_run(CLI::App& app) {
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--ctx", o->ctx, "context size in tokens (default: the model's)");
   app.add_flag("--show-prompt", o->show_prompt, "print the prompt (after the chat template) first");
+  app.add_flag("-v,--verbose", o->verbose, "print the KV entries kept per layer");
+  app.add_option("--question", o->question, "a question appended to the prompt (which is then the context)");
+  app.add_flag("--question-agnostic", o->question_agnostic,
+               "compress the context before the question is prefilled (needs --question)");
+  add_kv_options(app, o->kv);
   app.add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->capture_default_str();
   app.add_option("--top-k", o->sampling.top_k, "top-k (0 = off)")->capture_default_str();
   app.add_option("--top-p", o->sampling.top_p, "top-p (1 = off)")->capture_default_str();

@@ -20,7 +20,7 @@ GenerateStats generate(Session& session, const Tokenizer& tokenizer, std::span<c
   GenerateStats st;
   st.n_prompt = static_cast<int>(prompt.size());
   Timer timer;
-  session.prefill(prompt, progress);
+  session.prefill(prompt, progress, params.compress_prompt);
   st.prefill_s = timer.seconds();
 
   Utf8Stream utf8;

@@ -18,6 +18,7 @@ struct GenerateParams {
   int max_tokens = 128;
   SamplingParams sampling;
   bool stop_at_eog = true;  // stop at the model's end-of-generation tokens
+  bool compress_prompt = true;  // let the session's press compress the prompt
 
   std::string validate() const;
 };

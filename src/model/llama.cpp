@@ -44,13 +44,13 @@ class Llama final : public Model {
   size_t weight_bytes() const override { return weight_bytes_; }
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
                LogitsMode mode, std::vector<float>& logits, ThreadPool& pool,
-               const LayerCallback& after_layer) const override;
+               LayerObserver* observer) const override;
 
  private:
   WeightMatrix load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
   std::vector<float> load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
   void layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n, KvStore& kv,
-                   Scratch& s, ThreadPool& pool) const;
+                   Scratch& s, ThreadPool& pool, LayerObserver* observer) const;
 
   WeightMatrix tok_embd_, output_;
   std::vector<float> output_norm_;
@@ -151,7 +151,7 @@ Llama::Llama(const GgufFile& f) {
 
 // One chunk of tokens through one layer; x [n, n_embd] is updated in place.
 void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n,
-                        KvStore& kv, Scratch& s, ThreadPool& pool) const {
+                        KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const {
   const ModelHparams& h = hp_;
   const int64_t e = h.n_embd;
   const int64_t nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
@@ -167,6 +167,7 @@ void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, in
   rope(s.q.data(), pos, n, h.n_head, h.head_dim, h.rope, inv_freq_);
   rope(s.k.data(), pos, n, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
   kv.append(il, n, s.k.data(), s.v.data(), pos);
+  if (observer) observer->queries(il, n, s.q.data(), pos, kv);
   attention(s.q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), s.o.data(), pool);
   matmul(L.wo, s.o.data(), n, hn, pool);
   add_inplace(x, hn, n * e);
@@ -181,7 +182,7 @@ void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, in
 
 void Llama::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
                     LogitsMode mode, std::vector<float>& logits, ThreadPool& pool,
-                    const LayerCallback& after_layer) const {
+                    LayerObserver* observer) const {
   const ModelHparams& h = hp_;
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t e = h.n_embd;
@@ -197,9 +198,9 @@ void Llama::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
   for (int il = 0; il < h.n_layer; ++il) {
     for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
       const int64_t c = std::min(kChunk, n - c0);
-      layer_chunk(layers_[il], il, x.data() + c0 * e, positions.data() + c0, c, kv, scratch, pool);
+      layer_chunk(layers_[il], il, x.data() + c0 * e, positions.data() + c0, c, kv, scratch, pool, observer);
     }
-    if (after_layer) after_layer(il);
+    if (observer) observer->layer_done(il);
   }
   if (mode == LogitsMode::kNone) {
     logits.clear();

@@ -2,7 +2,6 @@
 // An architecture is a forward pass over ops with weights viewed in place from a GGUF file.
 // New architectures implement Model in one file and add one line to the registry (registry.cpp).
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,8 +31,17 @@ struct ModelHparams {
 
 enum class LogitsMode { kNone, kLast, kAll };
 
-// Called after layer il has processed every token of a forward call (progress, compression).
-using LayerCallback = std::function<void(int il)>;
+// Watches a forward call layer by layer (KV compression, progress). Prefill is layer-major, so
+// when layer_done(il) is called, layer il's keys and values of every token are in the KV store.
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  // A chunk of n_tok post-RoPE queries [n_tok, n_head, head_dim] of layer il, called after the
+  // chunk's keys and values were appended to kv and before its attention runs.
+  virtual void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {}
+  // Layer il has processed every token of the call.
+  virtual void layer_done(int il) {}
+};
 
 class Model {
  public:
@@ -44,10 +52,10 @@ class Model {
 
   // Runs tokens at the given positions through every layer, appending their keys and values to
   // kv. logits receives [n_tok, n_vocab] (kAll), [1, n_vocab] for the last token (kLast), or
-  // nothing. Positions must continue after what kv holds. after_layer may be empty.
+  // nothing. Positions must continue after what kv holds. observer may be null.
   virtual void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                        KvStore& kv, LogitsMode mode, std::vector<float>& logits,
-                       ThreadPool& pool, const LayerCallback& after_layer) const = 0;
+                       ThreadPool& pool, LayerObserver* observer) const = 0;
 
  protected:
   ModelHparams hp_;

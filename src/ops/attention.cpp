@@ -22,6 +22,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "ops/dequant-inl.h"
+#include "ops/fp16.h"
 
 #ifndef SNAPKV_OPS_ATTENTION_CONSTANTS_
 #define SNAPKV_OPS_ATTENTION_CONSTANTS_
@@ -30,6 +32,16 @@ inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in
 inline constexpr int kTokenTile = 16;  // query tokens that share each key block
 inline constexpr int kTransposeMinRows = 8;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline float kv_scalar(snapkv::KvType type, const void* base, size_t i) {
+  const auto* h = static_cast<const uint16_t*>(base);
+  switch (type) {
+    case snapkv::KvType::kF16: return snapkv::fp16_to_f32(h[i]);
+    case snapkv::KvType::kBF16: return snapkv::bf16_to_f32(h[i]);
+    case snapkv::KvType::kF32: break;
+  }
+  return static_cast<const float*>(base)[i];
+}
 }  // namespace snapkv::attention_detail
 #endif
 
@@ -42,6 +54,32 @@ namespace hn = hwy::HWY_NAMESPACE;
 using namespace attention_detail;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
+
+// Rows [j0, j0 + nb) of a stored [n, d] key or value array as f32: in place for f32 storage,
+// otherwise widened into buf (nb * d floats).
+const float* BlockF32(KvType type, const void* base, int64_t j0, int nb, int d, float* buf) {
+  const size_t off = static_cast<size_t>(j0) * d, n = static_cast<size_t>(nb) * d;
+  if (type == KvType::kF32) return static_cast<const float*>(base) + off;
+  const uint8_t* src = static_cast<const uint8_t*>(base) + off * sizeof(uint16_t);
+  constexpr size_t kL = dq::kLanes;
+  size_t i = 0;
+  if (type == KvType::kF16) {
+    for (; i + kL <= n; i += kL) hn::StoreU(dq::LoadHalves(src + 2 * i), dq::DF(), buf + i);
+  } else {
+    for (; i + kL <= n; i += kL) hn::StoreU(dq::LoadBf16s(src + 2 * i), dq::DF(), buf + i);
+  }
+  for (; i < n; ++i) buf[i] = kv_scalar(type, base, off + i);
+  return buf;
+}
+
+// KT [d][kKeyBlock] = transpose of the nb keys kb [nb][d], zero past nb.
+void TransposeBlock(const float* kb, int nb, int d, float* kt) {
+  if (nb < kKeyBlock) std::fill(kt, kt + static_cast<size_t>(d) * kKeyBlock, 0.0f);
+  for (int i = 0; i < d; ++i) {
+    float* row = kt + static_cast<size_t>(i) * kKeyBlock;
+    for (int j = 0; j < nb; ++j) row[j] = kb[static_cast<size_t>(j) * d + i];
+  }
+}
 
 float Dot(const float* a, const float* b, int d) {
   const DF df;
@@ -153,6 +191,8 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
   std::vector<float> m(n_rows, kNegInf), l(n_rows, 0.0f);
   const bool transpose = n_rows >= kTransposeMinRows;
   std::vector<float> kt(transpose ? static_cast<size_t>(d) * kKeyBlock : 0);
+  std::vector<float> kbuf, vbuf;
+  if (kv.type != KvType::kF32) kbuf.resize(static_cast<size_t>(d) * kKeyBlock), vbuf.resize(kbuf.size());
   HWY_ALIGN float s[kKeyBlock];
 
   // Entries are sorted by position, so keys past the tile's last query are never visible.
@@ -161,14 +201,9 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
 
   for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
     const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, n_keys - j0));
-    const float* kb = kv.k + j0 * d;
-    if (transpose) {
-      if (nb < kKeyBlock) std::fill(kt.begin(), kt.end(), 0.0f);
-      for (int i = 0; i < d; ++i) {
-        float* row = kt.data() + static_cast<size_t>(i) * kKeyBlock;
-        for (int j = 0; j < nb; ++j) row[j] = kb[static_cast<size_t>(j) * d + i];
-      }
-    }
+    const float* kb = BlockF32(kv.type, kv.k, j0, nb, d, kbuf.data());
+    const float* vb = BlockF32(kv.type, kv.v, j0, nb, d, vbuf.data());
+    if (transpose) TransposeBlock(kb, nb, d, kt.data());
     for (int r = 0; r < n_rows; ++r) {
       const int64_t t = t0 + r / n_group;
       const float* qr = q + (t * n_head + h0 + r % n_group) * d;
@@ -178,7 +213,7 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
         for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
       }
       const float c = SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[r], l[r]);
-      AccumulateValues(acc.data() + static_cast<size_t>(r) * d, c, s, kv.v + j0 * d, nb, d);
+      AccumulateValues(acc.data() + static_cast<size_t>(r) * d, c, s, vb, nb, d);
     }
   }
   for (int r = 0; r < n_rows; ++r) {
@@ -186,6 +221,44 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
     float* o = out + (t * n_head + h0 + r % n_group) * d;
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int i = 0; i < d; ++i) o[i] = acc[static_cast<size_t>(r) * d + i] * inv;
+  }
+}
+
+// Column sums of query head h's attention probabilities over the entries of its KV head: pass 1
+// finds each row's max and softmax denominator, pass 2 adds each probability to its column.
+void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, int n_head, int d,
+                    const KvHeadView& kv, float* col) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const bool transpose = n_tok >= kTransposeMinRows;
+  std::vector<float> kt(transpose ? static_cast<size_t>(d) * kKeyBlock : 0);
+  std::vector<float> kbuf(kv.type != KvType::kF32 ? static_cast<size_t>(d) * kKeyBlock : 0);
+  std::vector<float> m(n_tok, kNegInf), l(n_tok, 0.0f);
+  HWY_ALIGN float s[kKeyBlock];
+  const int32_t max_pos = *std::max_element(q_pos, q_pos + n_tok);
+  const int64_t n_keys = std::upper_bound(kv.pos, kv.pos + kv.n, max_pos) - kv.pos;
+
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
+      const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, n_keys - j0));
+      const float* kb = BlockF32(kv.type, kv.k, j0, nb, d, kbuf.data());
+      if (transpose) TransposeBlock(kb, nb, d, kt.data());
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const float* qr = q + (t * n_head + h) * d;
+        if (transpose) {
+          ScoresTransposed(qr, kt.data(), d, s);
+        } else {
+          for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
+        }
+        if (pass == 0) {
+          SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[t], l[t]);
+          continue;
+        }
+        const float inv = 1.0f / l[t];
+        for (int j = 0; j < nb; ++j) {
+          if (kv.pos[j0 + j] <= q_pos[t]) col[j0 + j] += std::exp(s[j] * scale - m[t]) * inv;
+        }
+      }
+    }
   }
 }
 
@@ -198,6 +271,22 @@ HWY_AFTER_NAMESPACE();
 namespace snapkv {
 
 HWY_EXPORT(AttendTileT);
+HWY_EXPORT(ColumnSumsHead);
+
+size_t kv_type_size(KvType t) { return t == KvType::kF32 ? sizeof(float) : sizeof(uint16_t); }
+
+const char* kv_type_name(KvType t) {
+  switch (t) {
+    case KvType::kF16: return "f16";
+    case KvType::kBF16: return "bf16";
+    case KvType::kF32: break;
+  }
+  return "f32";
+}
+
+void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out) {
+  for (int i = 0; i < d; ++i) out[i] = attention_detail::kv_scalar(type, base, static_cast<size_t>(j) * d + i);
+}
 
 void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
                std::span<const KvHeadView> kv, float* out, ThreadPool& pool) {
@@ -218,6 +307,19 @@ void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, 
   });
 }
 
+void attention_column_sums(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
+                           int head_dim, std::span<const KvHeadView> kv, std::span<float* const> col_sums,
+                           ThreadPool& pool) {
+  if (n_tok == 0) return;
+  const int n_group = n_head / static_cast<int>(kv.size());
+  // One query head per work item: items never share a column-sum row.
+  pool.run([&](int ith, int nth) {
+    for (int h = ith; h < n_head; h += nth) {
+      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], col_sums[h]);
+    }
+  });
+}
+
 void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
                          int head_dim, std::span<const KvHeadView> kv, float* out) {
   const int n_group = n_head / static_cast<int>(kv.size());
@@ -231,7 +333,9 @@ void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, in
       for (int64_t j = 0; j < v.n; ++j) {
         if (v.pos[j] > q_pos[t]) continue;
         double dot = 0;
-        for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(qr[i]) * v.k[j * head_dim + i];
+        for (int i = 0; i < head_dim; ++i) {
+          dot += static_cast<double>(qr[i]) * attention_detail::kv_scalar(v.type, v.k, j * head_dim + i);
+        }
         s.push_back(dot * scale);
         idx.push_back(j);
       }
@@ -241,7 +345,9 @@ void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, in
       float* o = out + (t * n_head + h) * head_dim;
       for (int i = 0; i < head_dim; ++i) {
         double a = 0;
-        for (size_t j = 0; j < s.size(); ++j) a += s[j] * v.v[idx[j] * head_dim + i];
+        for (size_t j = 0; j < s.size(); ++j) {
+          a += s[j] * attention_detail::kv_scalar(v.type, v.v, idx[j] * head_dim + i);
+        }
         o[i] = static_cast<float>(z > 0 ? a / z : 0);
       }
     }

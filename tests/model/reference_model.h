@@ -47,7 +47,7 @@ inline const EssayLogits& essay_logits() {
     EssayLogits r;
     r.ids = load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
     ThreadPool pool(2);
-    Session s(*reference_model().model, static_cast<int>(r.ids.size()), pool);
+    Session s(*reference_model().model, static_cast<int>(r.ids.size()), pool, SessionOptions{KvType::kF32, {}});
     r.logits = s.prefill_all_logits(r.ids);
     return r;
   }();

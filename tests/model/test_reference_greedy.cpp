@@ -36,7 +36,7 @@ struct Path {
 };
 
 Path greedy(const Model& model, const std::vector<int32_t>& prompt, size_t n, ThreadPool& pool) {
-  Session s(model, static_cast<int>(prompt.size() + n + 1), pool);
+  Session s(model, static_cast<int>(prompt.size() + n + 1), pool, SessionOptions{KvType::kF32, {}});
   s.prefill(prompt);
   Path p;
   for (size_t k = 0; k < n; ++k) {

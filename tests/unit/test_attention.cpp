@@ -4,18 +4,23 @@
 #include <random>
 
 #include "ops/attention.h"
+#include "ops/fp16.h"
 
 namespace snapkv {
 namespace {
 
 struct Head {
   std::vector<float> k, v;
+  std::vector<uint16_t> k16, v16;  // the same values as f16 or bf16 bits
   std::vector<int32_t> pos;
 };
 
+uint16_t narrow(KvType t, float x) { return t == KvType::kF16 ? f32_to_fp16(x) : f32_to_bf16(x); }
+
 // Compares flash-style attention with the two-pass double-precision oracle on random data, with
 // keys at gapped positions (as a compressed cache holds them) and queries after or among them.
-void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, uint32_t seed) {
+void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, uint32_t seed,
+           KvType type = KvType::kF32) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<Head> heads(n_kv);
@@ -31,7 +36,15 @@ void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, ui
       }
     }
   }
-  for (auto& h : heads) views.push_back({n_keys, h.k.data(), h.v.data(), h.pos.data()});
+  for (auto& h : heads) {
+    if (type == KvType::kF32) {
+      views.push_back({n_keys, h.k.data(), h.v.data(), h.pos.data()});
+      continue;
+    }
+    for (float x : h.k) h.k16.push_back(narrow(type, x));
+    for (float x : h.v) h.v16.push_back(narrow(type, x));
+    views.push_back({n_keys, h.k16.data(), h.v16.data(), h.pos.data(), type});
+  }
   std::vector<float> q(static_cast<size_t>(n_tok) * n_head * d);
   for (float& x : q) x = nd(rng);
   // Queries see a growing part of the cache; the first sees at least one entry of every head.
@@ -57,6 +70,70 @@ TEST(Attention, MatchesReferenceOverShapes) {
         check(9, 3, d, n_keys, n_tok, 1 + static_cast<int>(seed % 2), seed);
         check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
         ++seed;
+      }
+    }
+  }
+}
+
+TEST(Attention, ReadsHalfAndBfloatCaches) {
+  uint32_t seed = 7;
+  for (KvType t : {KvType::kF16, KvType::kBF16}) {
+    for (int n_keys : {1, 64, 130}) {
+      for (int n_tok : {1, 9}) check(9, 3, 64, n_keys, n_tok, 2, seed++, t);
+    }
+  }
+}
+
+// Column sums of attention probabilities against a direct double-precision computation.
+TEST(Attention, ColumnSumsMatchExplicitProbabilities) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (KvType t : {KvType::kF32, KvType::kF16}) {
+    for (int n_tok : {1, 5, 40}) {
+      const int n_head = 6, n_kv = 2, d = 16, n_keys = 150;
+      std::vector<Head> heads(n_kv);
+      std::vector<KvHeadView> views;
+      for (auto& h : heads) {
+        for (int j = 0; j < n_keys; ++j) {
+          h.pos.push_back(2 * j);
+          for (int i = 0; i < d; ++i) h.k.push_back(nd(rng)), h.v.push_back(0);
+        }
+        // What the kernel reads is what the oracle must use: round the keys through the type.
+        if (t == KvType::kF16) {
+          for (float& x : h.k) h.k16.push_back(f32_to_fp16(x)), x = fp16_to_f32(h.k16.back());
+          h.v16.assign(h.k16.size(), 0);
+          views.push_back({n_keys, h.k16.data(), h.v16.data(), h.pos.data(), t});
+        } else {
+          views.push_back({n_keys, h.k.data(), h.v.data(), h.pos.data()});
+        }
+      }
+      std::vector<float> q(static_cast<size_t>(n_tok) * n_head * d);
+      for (float& x : q) x = nd(rng);
+      std::vector<int32_t> qpos(n_tok);
+      for (int tk = 0; tk < n_tok; ++tk) qpos[tk] = 2 * n_keys - 2 * n_tok + 2 * tk - 1;  // odd: between keys, last key unseen
+      std::vector<std::vector<float>> col(n_head, std::vector<float>(n_keys, 0.0f));
+      std::vector<float*> rows;
+      for (auto& c : col) rows.push_back(c.data());
+      ThreadPool pool(2);
+      attention_column_sums(q.data(), qpos.data(), n_tok, n_head, d, views, rows, pool);
+      for (int h = 0; h < n_head; ++h) {
+        const Head& kh = heads[h / 3];
+        std::vector<double> want(n_keys, 0.0);
+        for (int tk = 0; tk < n_tok; ++tk) {
+          std::vector<double> s;
+          for (int j = 0; j < n_keys && kh.pos[j] <= qpos[tk]; ++j) {
+            double dot = 0;
+            for (int i = 0; i < d; ++i) dot += double(q[(tk * n_head + h) * d + i]) * kh.k[j * d + i];
+            s.push_back(dot / std::sqrt(double(d)));
+          }
+          const double mx = *std::max_element(s.begin(), s.end());
+          double z = 0;
+          for (double x : s) z += std::exp(x - mx);
+          for (size_t j = 0; j < s.size(); ++j) want[j] += std::exp(s[j] - mx) / z;
+        }
+        for (int j = 0; j < n_keys; ++j) ASSERT_NEAR(col[h][j], want[j], 1e-5) << "head " << h << " key " << j;
+        // Keys after the last query get nothing.
+        EXPECT_EQ(col[h][n_keys - 1], 0.0f);
       }
     }
   }

@@ -33,27 +33,5 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
-TEST(KvCache, AppendsPerHeadAndCountsBytes) {
-  KvCache kv(2, 2, 3);  // 2 layers, 2 KV heads, head_dim 3
-  // Two tokens of layer 1: k, v laid out [token][head][dim].
-  const std::vector<float> k = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  std::vector<float> v(k);
-  for (float& x : v) x = -x;
-  const std::vector<int32_t> pos = {0, 1};
-  kv.append(1, 2, k.data(), v.data(), pos.data());
-  const auto views = kv.layer(1);
-  ASSERT_EQ(views.size(), 2u);
-  EXPECT_EQ(views[1].n, 2);
-  EXPECT_EQ(views[1].k[0], 4);   // token 0, head 1
-  EXPECT_EQ(views[1].k[3], 10);  // token 1, head 1
-  EXPECT_EQ(views[0].v[4], -8);  // token 1, head 0, dim 1
-  EXPECT_EQ(kv.layer(0)[0].n, 0);
-  EXPECT_EQ(kv.bytes(), 2u * 2 * (3 * 4 * 2 + 4));
-  const int32_t stale = 1;
-  EXPECT_ANY_THROW(kv.append(1, 1, k.data(), v.data(), &stale));
-  kv.clear();
-  EXPECT_EQ(kv.bytes(), 0u);
-}
-
 }  // namespace
 }  // namespace snapkv

@@ -1,0 +1,115 @@
+#include "kv/press_scores.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace snapkv {
+namespace {
+
+int64_t longest_head(std::span<const KvHeadView> kv) {
+  int64_t n = 0;
+  for (const KvHeadView& h : kv) n = std::max(n, h.n);
+  return n;
+}
+
+}  // namespace
+
+int64_t layer_capacity(const PressConfig& cfg, std::span<const KvHeadView> kv) {
+  if (cfg.ratio <= 0) return cfg.capacity;
+  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(longest_head(kv)) * (1.0 - cfg.ratio)));
+}
+
+bool layer_is_short(const PressConfig& cfg, std::span<const KvHeadView> kv) {
+  return !cfg.compress_short && longest_head(kv) <= cfg.capacity;
+}
+
+HeadScores window_attention(const LayerInput& in, int64_t w) {
+  w = std::min(w, in.n_window);
+  const int n_group = in.n_head / static_cast<int>(in.kv.size());
+  HeadScores s(in.n_head);
+  std::vector<float*> rows(in.n_head);
+  for (int h = 0; h < in.n_head; ++h) {
+    s[h].assign(static_cast<size_t>(in.kv[h / n_group].n), 0.0f);
+    rows[h] = s[h].data();
+  }
+  const int64_t first = in.n_window - w;
+  attention_column_sums(in.q_window + first * in.n_head * in.head_dim, in.window_pos + first, w, in.n_head,
+                        in.head_dim, in.kv, rows, *in.pool);
+  return s;
+}
+
+std::vector<float> pool1d(std::span<const float> s, int kernel, PoolKind kind) {
+  const int64_t n = static_cast<int64_t>(s.size()), r = kernel / 2;
+  std::vector<float> out(s.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lo = std::max<int64_t>(0, i - r), hi = std::min<int64_t>(n - 1, i + r);
+    if (kind == PoolKind::kMax) {
+      out[i] = *std::max_element(s.begin() + lo, s.begin() + hi + 1);
+    } else {
+      double sum = 0;
+      for (int64_t j = lo; j <= hi; ++j) sum += s[j];
+      out[i] = static_cast<float>(sum / kernel);
+    }
+  }
+  return out;
+}
+
+HeadScores reduce_gqa(const HeadScores& per_query_head, int n_stored, GqaReduce how) {
+  const int n_head = static_cast<int>(per_query_head.size());
+  const int g = n_head / n_stored;
+  if (g == 1) return per_query_head;
+  if (how == GqaReduce::kPerQueryHead) {
+    fail(ErrorKind::kInternal, "per_query_head scores need one stored head per query head");
+  }
+  HeadScores out(n_stored);
+  for (int hs = 0; hs < n_stored; ++hs) {
+    std::vector<float>& o = out[hs];
+    o = per_query_head[hs * g];
+    for (int j = 1; j < g; ++j) {
+      const std::vector<float>& s = per_query_head[hs * g + j];
+      for (size_t i = 0; i < o.size(); ++i) o[i] = how == GqaReduce::kMax ? std::max(o[i], s[i]) : o[i] + s[i];
+    }
+    if (how == GqaReduce::kMean) {
+      for (float& x : o) x /= static_cast<float>(g);
+    }
+  }
+  return out;
+}
+
+HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
+  const int64_t w = std::min<int64_t>(cfg.window, in.n_window);
+  HeadScores s = window_attention(in, w);
+  const int n_group = in.n_head / static_cast<int>(in.kv.size());
+  for (int h = 0; h < in.n_head; ++h) {
+    const int64_t prefix = std::max<int64_t>(0, in.kv[h / n_group].n - w);
+    s[h] = pool1d(std::span<const float>(s[h]).first(static_cast<size_t>(prefix)), cfg.kernel, cfg.pool);
+  }
+  HeadScores out = reduce_gqa(s, static_cast<int>(in.kv.size()), cfg.gqa);
+  for (size_t hs = 0; hs < out.size(); ++hs) {
+    out[hs].resize(static_cast<size_t>(in.kv[hs].n), kKeepAlways);
+  }
+  return out;
+}
+
+std::vector<int32_t> top_k(std::span<const float> scores, int64_t n) {
+  std::vector<int32_t> idx(scores.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  if (n < static_cast<int64_t>(idx.size())) {
+    const auto higher = [&](int32_t a, int32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
+    std::nth_element(idx.begin(), idx.begin() + std::max<int64_t>(n, 0), idx.end(), higher);
+    idx.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    std::sort(idx.begin(), idx.end());
+  }
+  return idx;
+}
+
+Selection top_k_per_head(const HeadScores& scores, int64_t n) {
+  Selection sel(scores.size());
+  for (size_t h = 0; h < scores.size(); ++h) sel[h] = top_k(scores[h], n);
+  return sel;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,46 @@
+#pragma once
+// Building blocks shared by the presses: scores per stored head over its entries (higher = keep,
+// +inf = always keep), pooling, GQA reduction, capacities and top-k selection.
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "kv/press.h"
+
+namespace snapkv {
+
+inline constexpr float kKeepAlways = std::numeric_limits<float>::infinity();
+
+using HeadScores = std::vector<std::vector<float>>;  // [stored head][entry]
+
+// Entries per KV head a layer keeps: cfg.capacity, or int(n * (1 - ratio)) (at least 1) where n
+// is the layer's longest head.
+int64_t layer_capacity(const PressConfig& cfg, std::span<const KvHeadView> kv);
+// True when the layer stays whole: no head holds more than cfg.capacity entries (the official
+// rule) and compress_short is off. In ratio mode the capacity is thus the shortest prompt that is
+// compressed; compress_short compresses every prompt by the ratio (kvpress).
+bool layer_is_short(const PressConfig& cfg, std::span<const KvHeadView> kv);
+
+// Attention of the last w window queries, per query head, summed over those queries, for every
+// entry of its stored head (the window's own entries included; causal by position).
+HeadScores window_attention(const LayerInput& in, int64_t w);
+
+// Sliding pooling along entries, stride 1, padding k/2: max pads with -inf, avg divides by k
+// (padding counted, PyTorch's count_include_pad).
+std::vector<float> pool1d(std::span<const float> s, int kernel, PoolKind kind);
+
+// Per query head scores -> per stored head: mean or max over each group of query heads, or the
+// query head's own scores when every query head has its own stored head.
+HeadScores reduce_gqa(const HeadScores& per_query_head, int n_stored, GqaReduce how);
+
+// SnapKV's scores: window attention over the prefix (all entries but the last w), pooled, reduced
+// over GQA groups; the window's entries get kKeepAlways.
+HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in);
+
+// Indices of the n highest scores (ties: the earlier entry), ascending.
+std::vector<int32_t> top_k(std::span<const float> scores, int64_t n);
+// The same n for every head.
+Selection top_k_per_head(const HeadScores& scores, int64_t n);
+
+}  // namespace snapkv

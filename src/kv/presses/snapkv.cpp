@@ -1,0 +1,22 @@
+// snapkv: each KV head keeps the window and the capacity - window prefix entries that the window
+// queries attend to most (pooled, reduced over the head's query group). SNAPKV.md.
+#include "kv/press_scores.h"
+#include "kv/presses/presses.h"
+
+namespace snapkv {
+namespace {
+
+class SnapKvPress final : public Press {
+ public:
+  using Press::Press;
+  Selection select(const LayerInput& in) const override {
+    if (layer_is_short(cfg_, in.kv)) return {};
+    return top_k_per_head(snapkv_scores(cfg_, in), layer_capacity(cfg_, in.kv));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Press> make_snapkv_press(const PressConfig& c) { return std::make_unique<SnapKvPress>(c); }
+
+}  // namespace snapkv

@@ -1,0 +1,235 @@
+// Presses on hand-made tensors: pooling edges, the window's causal mask, GQA reduction before
+// and after pooling, the skip rule, PyramidKV layer budgets and Ada-KV head budgets, against
+// values worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kv/press_scores.h"
+#include "kv/presses/presses.h"
+
+namespace snapkv {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+TEST(Pool1d, MaxPadsWithMinusInfinity) {
+  const std::vector<float> s = {-5, -1, -7, -2, -9};
+  // kernel 3: windows [-5,-1], [-5,-1,-7], [-1,-7,-2], [-7,-2,-9], [-2,-9]
+  EXPECT_EQ(pool1d(s, 3, PoolKind::kMax), (std::vector<float>{-1, -1, -1, -2, -2}));
+  // kernel 5 at the edges sees only what exists (zero padding would give 0 here)
+  EXPECT_EQ(pool1d(s, 5, PoolKind::kMax), (std::vector<float>{-1, -1, -1, -1, -2}));
+}
+
+TEST(Pool1d, AvgCountsPaddingInTheDivisor) {
+  const std::vector<float> s = {3, 6, 9, 12};
+  // kernel 3, count_include_pad: edges divide by 3, not by the 2 real elements.
+  const std::vector<float> got = pool1d(s, 3, PoolKind::kAvg);
+  const std::vector<float> want = {(3 + 6) / 3.0f, (3 + 6 + 9) / 3.0f, (6 + 9 + 12) / 3.0f, (9 + 12) / 3.0f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]);
+  EXPECT_EQ(pool1d(s, 1, PoolKind::kAvg), s);
+}
+
+TEST(GqaReduce, MeanMaxAndPerQueryHead) {
+  const HeadScores s = {{1, 4}, {3, 2}, {10, 0}, {0, 10}};  // 4 query heads, 2 stored heads
+  EXPECT_EQ(reduce_gqa(s, 2, GqaReduce::kMean), (HeadScores{{2, 3}, {5, 5}}));
+  EXPECT_EQ(reduce_gqa(s, 2, GqaReduce::kMax), (HeadScores{{3, 4}, {10, 10}}));
+  EXPECT_EQ(reduce_gqa(s, 4, GqaReduce::kPerQueryHead), s);
+  EXPECT_ANY_THROW(reduce_gqa(s, 2, GqaReduce::kPerQueryHead));
+}
+
+TEST(GqaReduce, ReducingAfterMaxPoolingDiffersFromBefore) {
+  // Two query heads of one KV head. Reducing with max AFTER pooling (ours, kvpress) and BEFORE
+  // pooling (the official repo's order on repeated heads) differ for max pooling:
+  const std::vector<float> a = {0, 0, 9, 0, 0}, b = {1, 0, 0, 0, 2};
+  const HeadScores after = reduce_gqa({pool1d(a, 3, PoolKind::kMax), pool1d(b, 3, PoolKind::kMax)}, 1, GqaReduce::kMean);
+  const HeadScores before = {pool1d(reduce_gqa({a, b}, 1, GqaReduce::kMean)[0], 3, PoolKind::kMax)};
+  EXPECT_EQ(after[0], (std::vector<float>{0.5f, 5.0f, 4.5f, 5.5f, 1.0f}));
+  EXPECT_EQ(before[0], (std::vector<float>{0.5f, 4.5f, 4.5f, 4.5f, 1.0f}));
+}
+
+TEST(TopK, HighestScoresInPositionOrderTiesToTheEarlier) {
+  const std::vector<float> s = {1, 5, 3, 5, kKeepAlways, 0};
+  EXPECT_EQ(top_k(s, 3), (std::vector<int32_t>{1, 3, 4}));
+  EXPECT_EQ(top_k(s, 2), (std::vector<int32_t>{1, 4}));  // 5 at 1 and 3 tie: the earlier wins
+  EXPECT_EQ(top_k(s, 10).size(), 6u);
+  EXPECT_TRUE(top_k(s, 0).empty());
+}
+
+// A layer with one query head on one KV head, head_dim 2, entries at positions 0..n-1.
+struct TinyLayer {
+  std::vector<float> k, v, q;
+  std::vector<int32_t> pos, qpos;
+  KvHeadView view;
+  ThreadPool pool{1};
+
+  TinyLayer(const std::vector<float>& keys, const std::vector<float>& window_queries) : k(keys), v(keys), q(window_queries) {
+    const int64_t n = static_cast<int64_t>(k.size()) / 2, w = static_cast<int64_t>(q.size()) / 2;
+    for (int32_t i = 0; i < n; ++i) pos.push_back(i);
+    for (int64_t i = n - w; i < n; ++i) qpos.push_back(static_cast<int32_t>(i));
+    view = {n, k.data(), v.data(), pos.data()};
+  }
+  LayerInput input() {
+    LayerInput in;
+    in.n_layer = 1;
+    in.n_head = 1;
+    in.head_dim = 2;
+    in.kv = {&view, 1};
+    in.q_window = q.data();
+    in.window_pos = qpos.data();
+    in.n_window = static_cast<int64_t>(qpos.size());
+    in.pool = &pool;
+    return in;
+  }
+};
+
+TEST(WindowAttention, CausalInsideTheWindowOnly) {
+  // Entries 0..3; window = the queries of entries 2 and 3. The query at 2 must not see entry 3.
+  const float x = std::sqrt(2.0f);  // scores are q.k / sqrt(2)
+  TinyLayer t({1, 0, 0, 0, 0, 0, 0, 1}, {x, 0, 0, x});
+  const HeadScores s = window_attention(t.input(), 2);
+  // query 2 (pos 2): scores [1, 0, 0] over entries 0..2 -> softmax e/(e+2), 1/(e+2), 1/(e+2)
+  // query 3 (pos 3): scores [0, 0, 0, 1] over entries 0..3 -> 1/(3+e) ... e/(3+e)
+  const double e = std::exp(1.0);
+  const std::vector<double> want = {e / (e + 2) + 1 / (3 + e), 1 / (e + 2) + 1 / (3 + e),
+                                    1 / (e + 2) + 1 / (3 + e), e / (3 + e)};
+  ASSERT_EQ(s[0].size(), 4u);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(s[0][j], want[j], 1e-6) << j;
+}
+
+TEST(SnapKv, KeepsTheWindowAndTheMostAttendedPrefix) {
+  // 8 entries; keys 2 and 5 align with the window query, the rest are orthogonal.
+  std::vector<float> k(16, 0.0f);
+  for (int j = 0; j < 8; ++j) k[2 * j + 1] = 1;  // (0, 1)
+  k[2 * 2] = 4, k[2 * 2 + 1] = 0;
+  k[2 * 5] = 3, k[2 * 5 + 1] = 0;
+  TinyLayer t(k, {1, 0});  // window W = 1: the query of entry 7
+  PressConfig c;
+  c.press = "snapkv";
+  c.window = 1;
+  c.kernel = 1;
+  c.capacity = 3;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{2, 5, 7}}));
+  // Max pooling with kernel 3 spreads entry 2's score to 1 and 3, which then beat entry 5.
+  c.kernel = 3;
+  c.capacity = 4;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{1, 2, 3, 7}}));
+}
+
+TEST(SnapKv, SkipsShortLayersUnlessAlways) {
+  TinyLayer t({1, 0, 0, 1, 1, 1, 0, 2}, {1, 0});
+  PressConfig c;
+  c.press = "snapkv";
+  c.window = 1;
+  c.capacity = 4;  // == the layer's length: kept whole (official)
+  EXPECT_TRUE(make_press(c)->select(t.input()).empty());
+  c.capacity = 3;
+  EXPECT_EQ(make_press(c)->select(t.input())[0].size(), 3u);
+  // Ratio mode: the capacity is the shortest prompt that is compressed, unless `always`.
+  c.capacity = 4;
+  c.ratio = 0.5;
+  EXPECT_TRUE(make_press(c)->select(t.input()).empty());
+  c.compress_short = true;
+  // Keeps int(4 * 0.5) = 2: the window entry 3 and the best prefix entry (after max pooling all
+  // prefix scores tie, and ties go to the earlier entry).
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{0, 3}}));
+}
+
+TEST(PyramidKv, LayerBudgetsByHand) {
+  PressConfig c;
+  c.press = "pyramidkv";
+  c.window = 32;
+  // Paper: C = 132, W = 32 -> B = 100, min = 5, max = 195, 5 layers -> steps of 47.5.
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 10000, 32, 0, 5), 195 + 32);
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 10000, 32, 1, 5), 148 + 32);  // 147.5 rounds to even
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 10000, 32, 2, 5), 100 + 32);
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 10000, 32, 4, 5), 5 + 32);
+  // Short prompt: max clamps to n - W = 150, min = 2B - max = 50.
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 182, 32, 0, 5), 150 + 32);
+  EXPECT_EQ(pyramid_layer_budget(c, 132, 182, 32, 4, 5), 50 + 32);
+  // kvpress: B = C = 1024 and the window inside: min = 51.2, max = 1996.8, 30 layers.
+  c.variant = PressVariant::kKvpress;
+  EXPECT_EQ(pyramid_layer_budget(c, 1024, 8000, 32, 0, 30), 1997);
+  EXPECT_EQ(pyramid_layer_budget(c, 1024, 8000, 32, 29, 30), 51);
+  // ... and uniform when min < W (C = 256: min = 12.8).
+  EXPECT_EQ(pyramid_layer_budget(c, 256, 8000, 32, 0, 30), 256);
+}
+
+TEST(AdaKv, HeadBudgetsByHand) {
+  // Two heads, B = 2: the joint top 4 of {9, 8, 7, 1} and {6, 0, 0, 0} is 9, 8, 7 | 6, so
+  // c = (3, 1); with alpha 0.2: round(3 * 0.8 + 0.4) = 3 and round(1 * 0.8 + 0.4) = 1.
+  const HeadScores s = {{9, 8, 7, 1}, {6, 0, 0, 0}};
+  EXPECT_EQ(ada_prefix_budgets(s, 2, 0.2), (std::vector<int64_t>{3, 1}));
+  // alpha 1: uniform; alpha 0: pure joint counts.
+  EXPECT_EQ(ada_prefix_budgets(s, 2, 1.0), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(ada_prefix_budgets(s, 2, 0.0), (std::vector<int64_t>{3, 1}));
+  // A head cannot keep more than it has.
+  EXPECT_EQ(ada_prefix_budgets({{9, 8}, {1, 1, 1, 1}}, 3, 0.0), (std::vector<int64_t>{2, 4}));
+}
+
+TEST(StreamingLlm, KeepsSinksAndRecentEntries) {
+  TinyLayer t(std::vector<float>(20, 1.0f), {1, 0});
+  PressConfig c;
+  c.press = "streaming_llm";
+  c.capacity = 5;
+  c.sinks = 2;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{0, 1, 7, 8, 9}}));
+}
+
+TEST(Knorm, KeepsTheSmallestKeys) {
+  TinyLayer t({3, 0, 0, 1, 0, 5, 0.5f, 0, 2, 2}, {1, 0});
+  PressConfig c;
+  c.press = "knorm";
+  c.capacity = 2;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{1, 3}}));
+}
+
+TEST(Random, ReproducibleFromTheSeed) {
+  TinyLayer t(std::vector<float>(200, 1.0f), {1, 0});
+  PressConfig c;
+  c.press = "random";
+  c.capacity = 10;
+  const Selection a = make_press(c)->select(t.input());
+  EXPECT_EQ(make_press(c)->select(t.input()), a);
+  c.seed = 1;
+  EXPECT_NE(make_press(c)->select(t.input()), a);
+  EXPECT_EQ(a[0].size(), 10u);
+}
+
+TEST(H2o, DividesByTheQueriesThatSawEachEntry) {
+  // Two entries, both queries new: entry 0 is seen by 2 queries, entry 1 by 1.
+  TinyLayer t({0, 0, 0, 0, 0, 0}, {1, 0});
+  std::vector<std::vector<float>> observed = {{1.5f, 0.9f, 0.6f}};  // sums: 1.5/3, 0.9/2, 0.6/1
+  LayerInput in = t.input();
+  in.observed = observed;
+  in.first_new_pos = 0;
+  PressConfig c;
+  c.press = "h2o";
+  c.capacity = 1;
+  EXPECT_EQ(make_press(c)->select(in), (Selection{{2}}));
+  c.capacity = 2;
+  EXPECT_EQ(make_press(c)->select(in), (Selection{{0, 2}}));
+}
+
+TEST(PressConfig, RejectsInvalidCombinations) {
+  PressConfig c;
+  c.press = "snapkv";
+  c.capacity = 32;
+  EXPECT_NE(c.validate().find("larger than the observation window"), std::string::npos);
+  c.capacity = 64;
+  EXPECT_EQ(c.validate(), "");
+  c.ratio = 1.0;
+  EXPECT_NE(c.validate().find("(0, 1)"), std::string::npos);
+  c.ratio = -0.1;
+  EXPECT_NE(c.validate().find("(0, 1)"), std::string::npos);
+  c.ratio = 0;
+  c.kernel = 4;
+  EXPECT_NE(c.validate().find("odd"), std::string::npos);
+  c.kernel = 7;
+  c.press = "snap";
+  EXPECT_NE(c.validate().find("unknown press 'snap'"), std::string::npos);
+  EXPECT_ANY_THROW(make_press(c));
+}
+
+}  // namespace
+}  // namespace snapkv
