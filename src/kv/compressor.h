@@ -1,22 +1,16 @@
 #pragma once
-// Runs a press inside the forward pass: it watches each layer's queries (keeping the last window
-// of them, and the observed-attention sums when the press needs them) and, when the layer is
-// done with a prompt, replaces the layer's entries in the cache by the press's selection. The
-// layer's full keys and values therefore live only until the layer is done.
+// Runs a press inside the forward pass: a LayerRecorder watches each layer's queries and, when
+// the layer is done with a prompt, the press replaces the layer's entries in the cache by its
+// selection. A layer's full keys and values therefore live only until the layer is done.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/layer_recorder.h"
 #include "kv/press.h"
-#include "model/model.h"
 
 namespace snapkv {
-
-// Entries of one layer over all its heads before and after its last compression.
-struct LayerKept {
-  int64_t kept = 0, total = 0;
-};
 
 class Compressor final : public LayerObserver {
  public:
@@ -34,20 +28,10 @@ class Compressor final : public LayerObserver {
   void reset();
 
  private:
-  void compress_layer(int il, bool use_observed);
-
   std::unique_ptr<Press> press_;
   KvCache& cache_;
-  int n_head_;
-  ThreadPool& pool_;
-  int64_t window_;  // queries kept per layer
-  // Per layer: the last window_ queries [n, n_head, d] and their positions.
-  std::vector<std::vector<float>> win_q_;
-  std::vector<std::vector<int32_t>> win_pos_;
-  std::vector<std::vector<float>> observed_;  // current layer, per query head (h2o)
+  LayerRecorder recorder_;
   std::vector<LayerKept> kept_;
-  int64_t n_tok_ = 0, seen_ = 0;  // tokens of the call, and those the current layer has seen
-  int32_t first_pos_ = 0;
   bool compress_ = false;
 };
 

@@ -1,0 +1,32 @@
+#include "eval/recorded_prefill.h"
+
+#include <numeric>
+
+#include "util/error.h"
+
+namespace snapkv {
+
+RecordedPrefill::RecordedPrefill(const Model& model, std::span<const int32_t> tokens, KvType type, int64_t window,
+                                 bool observed, ThreadPool& pool)
+    : full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type),
+      recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {
+  std::vector<int32_t> pos(tokens.size());
+  std::iota(pos.begin(), pos.end(), 0);
+  recorder_.begin(static_cast<int64_t>(tokens.size()), 0, /*fresh=*/true);
+  model.forward(tokens, pos, full_, LogitsMode::kLast, logits_, pool, &recorder_);
+}
+
+KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept) const {
+  if (press.config().gqa == GqaReduce::kPerQueryHead && press.config().compresses()) {
+    fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
+  }
+  KvCache c = full_;
+  if (kept) kept->assign(c.n_layer(), {});
+  for (int il = 0; il < c.n_layer(); ++il) {
+    const LayerKept k = press_layer(press, c, il, recorder_.input(il, c.layer(il)));
+    if (kept) (*kept)[il] = k;
+  }
+  return c;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,80 @@
+#include "kv/layer_recorder.h"
+
+#include <algorithm>
+
+namespace snapkv {
+
+LayerRecorder::LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool)
+    : n_head_(n_head), head_dim_(head_dim), window_(std::max<int64_t>(1, window)), observed_on_(observed),
+      pool_(pool), win_q_(n_layer), win_pos_(n_layer), observed_(n_layer), seen_(n_layer, 0) {}
+
+void LayerRecorder::begin(int64_t n_tok, int32_t first_pos, bool fresh) {
+  n_tok_ = n_tok;
+  first_pos_ = first_pos;
+  std::fill(seen_.begin(), seen_.end(), 0);
+  if (fresh) clear();
+}
+
+void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {
+  const int64_t row = static_cast<int64_t>(n_head_) * head_dim_;
+  std::vector<float>& wq = win_q_[il];
+  std::vector<int32_t>& wp = win_pos_[il];
+  const int64_t take = std::min(n_tok, window_);
+  wq.insert(wq.end(), q + (n_tok - take) * row, q + n_tok * row);
+  wp.insert(wp.end(), pos + (n_tok - take), pos + n_tok);
+  if (static_cast<int64_t>(wp.size()) > window_) {
+    const int64_t drop = static_cast<int64_t>(wp.size()) - window_;
+    wq.erase(wq.begin(), wq.begin() + drop * row);
+    wp.erase(wp.begin(), wp.begin() + drop);
+  }
+  if (!observed_on_) return;
+  const std::span<const KvHeadView> views = kv.layer(il);
+  const int n_group = n_head_ / static_cast<int>(views.size());
+  std::vector<std::vector<float>>& obs = observed_[il];
+  if (seen_[il] == 0) {
+    // Sized for every entry the layer will hold at the end of the call.
+    obs.assign(n_head_, {});
+    for (int h = 0; h < n_head_; ++h) obs[h].assign(static_cast<size_t>(views[h / n_group].n - n_tok + n_tok_), 0.0f);
+  }
+  std::vector<float*> rows(n_head_);
+  for (int h = 0; h < n_head_; ++h) rows[h] = obs[h].data();
+  attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, pool_);
+  seen_[il] += n_tok;
+}
+
+LayerInput LayerRecorder::input(int il, std::span<const KvHeadView> kv) const {
+  LayerInput in;
+  in.layer = il;
+  in.n_layer = static_cast<int>(win_q_.size());
+  in.n_head = n_head_;
+  in.head_dim = head_dim_;
+  in.kv = kv;
+  in.q_window = win_q_[il].data();
+  in.window_pos = win_pos_[il].data();
+  in.n_window = static_cast<int64_t>(win_pos_[il].size());
+  in.observed = observed_[il];
+  in.first_new_pos = first_pos_;
+  in.pool = &pool_;
+  return in;
+}
+
+void LayerRecorder::release(int il) { observed_[il] = {}; }
+
+void LayerRecorder::clear() {
+  for (size_t il = 0; il < win_q_.size(); ++il) {
+    win_q_[il].clear();
+    win_pos_[il].clear();
+    observed_[il] = {};
+  }
+}
+
+LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in) {
+  LayerKept k;
+  for (const KvHeadView& h : in.kv) k.total += h.n;
+  const Selection sel = press.select(in);
+  for (size_t ih = 0; ih < sel.size(); ++ih) cache.keep(il, static_cast<int>(ih), sel[ih]);
+  for (const KvHeadView& h : cache.layer(il)) k.kept += h.n;
+  return k;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,51 @@
+#pragma once
+// Records what presses score a layer with while a forward call runs: the last `window` post-RoPE
+// queries of every layer and, when asked, the observed-attention column sums of all the call's
+// queries (h2o). Used by the Compressor during prefill, and to press one recorded prefill in many
+// ways (evaluation, reference checks).
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "kv/press.h"
+#include "model/model.h"
+
+namespace snapkv {
+
+// Entries of one layer over all its heads before and after its last compression.
+struct LayerKept {
+  int64_t kept = 0, total = 0;
+};
+
+class LayerRecorder final : public LayerObserver {
+ public:
+  LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool);
+
+  // Before a forward call of n_tok tokens from first_pos. fresh: forget earlier queries (a new
+  // prompt); otherwise the window slides on (decoding).
+  void begin(int64_t n_tok, int32_t first_pos, bool fresh);
+  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) override;
+
+  // The press input for layer il over the given entries (the layer's current ones).
+  LayerInput input(int il, std::span<const KvHeadView> kv) const;
+  // Frees layer il's observed sums once it is pressed.
+  void release(int il);
+  void clear();
+
+ private:
+  int n_head_, head_dim_;
+  int64_t window_;
+  bool observed_on_;
+  ThreadPool& pool_;
+  std::vector<std::vector<float>> win_q_;    // per layer: [n, n_head, d], n <= window_
+  std::vector<std::vector<int32_t>> win_pos_;
+  std::vector<std::vector<std::vector<float>>> observed_;  // per layer, per query head
+  std::vector<int64_t> seen_;                // per layer: tokens of the call seen so far
+  int64_t n_tok_ = 0;
+  int32_t first_pos_ = 0;
+};
+
+// Runs the press on layer il of cache with the given input and keeps its selection.
+LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in);
+
+}  // namespace snapkv
