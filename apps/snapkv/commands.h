@@ -10,6 +10,7 @@ using Action = std::function<int()>;
 
 Action add_run(CLI::App& app);
 Action add_inspect(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 // The model used when -m is not given: the one scripts/setup.sh downloads.
 inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

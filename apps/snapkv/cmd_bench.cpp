@@ -1,0 +1,184 @@
+// snapkv bench compress: full cache vs a press, side by side in one run on the same machine.
+// For each prompt length the two configurations alternate, each measurement in a fresh child
+// process (fork before any thread starts), so peak RSS is per configuration and neither run
+// warms caches for the other. Reports medians and the ratios full / press.
+#include <fmt/core.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "engine/session.h"
+#include "io/gguf.h"
+#include "io/tokenizer.h"
+#include "kv_options.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/memory.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace snapkv::cli {
+namespace {
+
+struct BenchOptions {
+  std::string model = kDefaultModel;
+  std::string data = "../shared/data";
+  std::vector<int> lengths = {4096, 7680};
+  int n_decode = 64;
+  int reps = 3;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  KvOptions kv;
+};
+
+struct Sample {
+  double prefill_s = 0, decode_ms = 0;
+  double kv_bytes = 0, peak_rss = 0;
+};
+
+// The first n tokens of the Paul Graham essays.
+std::vector<int32_t> essay_tokens(const BenchOptions& o, const Tokenizer& tok, int n) {
+  const std::filesystem::path dir = std::filesystem::path(o.data) / "niah_paulgraham" / "PaulGrahamEssays";
+  if (!std::filesystem::is_directory(dir)) fail(ErrorKind::kBadFile, "{}: essays not found (set --data)", dir.string());
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".txt") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    text += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::vector<int32_t> ids = tok.encode(text, tok.add_bos(), false);
+  if (static_cast<int>(ids.size()) < n) fail(ErrorKind::kInvalidArgument, "the essays have only {} tokens", ids.size());
+  ids.resize(n);
+  return ids;
+}
+
+// One measurement, run in the calling (child) process.
+Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
+  const auto file = GgufFile::open(o.model);
+  const auto model = load_model(*file);
+  const auto tok = Tokenizer::from_gguf(*file);
+  const std::vector<int32_t> ids = essay_tokens(o, *tok, length);
+  ThreadPool pool(o.threads);
+  Session s(*model, length + o.n_decode + 1, pool, so);
+  Sample r;
+  Timer t;
+  s.prefill(ids);
+  r.prefill_s = t.seconds();
+  t.reset();
+  for (int i = 0; i < o.n_decode; ++i) {
+    const auto logits = s.logits();
+    s.decode(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  }
+  r.decode_ms = t.seconds() * 1e3 / o.n_decode;
+  r.kv_bytes = static_cast<double>(s.kv().bytes());
+  r.peak_rss = static_cast<double>(peak_rss_bytes());
+  return r;
+}
+
+Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int length) {
+  std::fflush(nullptr);
+  int fd[2];
+  if (pipe(fd) != 0) fail(ErrorKind::kInternal, "bench: pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) fail(ErrorKind::kInternal, "bench: fork failed");
+  if (pid == 0) {
+    close(fd[0]);
+    int rc = 0;
+    std::string line;
+    try {
+      const Sample r = measure(o, so, length);
+      line = fmt::format("{} {} {} {}\n", r.prefill_s, r.decode_ms, r.kv_bytes, r.peak_rss);
+    } catch (const std::exception& e) {
+      line = fmt::format("error {}\n", e.what());
+      rc = 1;
+    }
+    const ssize_t w = write(fd[1], line.data(), line.size());
+    _exit(w == static_cast<ssize_t>(line.size()) ? rc : 1);
+  }
+  close(fd[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (out.rfind("error ", 0) == 0) fail(ErrorKind::kInternal, "{}", out.substr(6, out.size() - 7));
+  Sample r;
+  std::istringstream in(out);
+  if (!(in >> r.prefill_s >> r.decode_ms >> r.kv_bytes >> r.peak_rss) || !WIFEXITED(status)) {
+    fail(ErrorKind::kInternal, "bench: a measurement process failed");
+  }
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench_compress(const BenchOptions& o) {
+  if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
+  SessionOptions press = o.kv.session_options();
+  if (!press.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
+  SessionOptions full = press;
+  full.press = PressConfig{};
+  fmt::print("# bench compress: full cache vs {}, KV {}, {} threads, {} decoded tokens, median of {}\n\n",
+             press.press.describe(), kv_type_name(press.kv_type), o.threads, o.n_decode, o.reps);
+  fmt::print("| prompt | cache | prefill s | decode ms/tok | KV cache | peak RSS |\n|---|---|---|---|---|---|\n");
+  std::vector<std::string> ratios;
+  for (int length : o.lengths) {
+    std::vector<Sample> f, p;
+    for (int r = 0; r < o.reps; ++r) {  // alternate, so drifts of the machine hit both
+      f.push_back(measure_in_child(o, full, length));
+      p.push_back(measure_in_child(o, press, length));
+      fmt::print(stderr, "L={} rep {}/{}: full prefill {:.2f} s decode {:.2f} ms | {} prefill {:.2f} s decode {:.2f} ms\n",
+                 length, r + 1, o.reps, f.back().prefill_s, f.back().decode_ms, press.press.press, p.back().prefill_s,
+                 p.back().decode_ms);
+    }
+    auto med = [](const std::vector<Sample>& v, double Sample::*m) {
+      std::vector<double> x;
+      for (const Sample& s : v) x.push_back(s.*m);
+      return median(x);
+    };
+    const Sample mf{med(f, &Sample::prefill_s), med(f, &Sample::decode_ms), med(f, &Sample::kv_bytes), med(f, &Sample::peak_rss)};
+    const Sample mp{med(p, &Sample::prefill_s), med(p, &Sample::decode_ms), med(p, &Sample::kv_bytes), med(p, &Sample::peak_rss)};
+    for (const auto& [name, s] : {std::pair{std::string("full"), mf}, std::pair{press.press.press, mp}}) {
+      fmt::print("| {} | {} | {:.2f} | {:.2f} | {} | {} |\n", length, name, s.prefill_s, s.decode_ms,
+                 format_bytes(static_cast<size_t>(s.kv_bytes)), format_bytes(static_cast<size_t>(s.peak_rss)));
+    }
+    ratios.push_back(fmt::format("| {} | {:.2f}x | {:.3f} | {:.1f}x | {:.2f}x |", length, mf.decode_ms / mp.decode_ms,
+                                 mp.prefill_s / mf.prefill_s, mf.kv_bytes / mp.kv_bytes, mf.peak_rss / mp.peak_rss));
+  }
+  fmt::print("\n| prompt | decode speed-up (full / press) | prefill time (press / full) | KV bytes (full / press) | peak RSS (full / press) |\n|---|---|---|---|---|\n");
+  for (const std::string& r : ratios) fmt::print("{}\n", r);
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench(CLI::App& app) {
+  app.require_subcommand(1);
+  CLI::App* c = app.add_subcommand("compress", "full cache vs a press: prefill time, decode ms/token, KV bytes, peak RSS");
+  auto o = std::make_shared<BenchOptions>();
+  o->kv.press.press = "snapkv";
+  c->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  c->add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
+  c->add_option("--lengths", o->lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
+  c->add_option("-n,--n-decode", o->n_decode, "tokens decoded after each prompt")->capture_default_str();
+  c->add_option("--reps", o->reps, "measurements per configuration (median reported)")->capture_default_str();
+  c->add_option("-t,--threads", o->threads, "threads")->capture_default_str();
+  add_kv_options(*c, o->kv);
+  return [o] { return bench_compress(*o); };
+}
+
+}  // namespace snapkv::cli
