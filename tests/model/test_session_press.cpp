@@ -1,0 +1,127 @@
+// Compression inside a session on the default model: the cache a press leaves during prefill
+// (layer by layer, inside the forward pass) is the one it leaves when applied to a recorded full
+// prefill afterwards; decoding continues at true positions; chat turns, question-agnostic
+// prefills and re-compression keep the cache within its budget.
+#include <gtest/gtest.h>
+
+#include "eval/recorded_prefill.h"
+#include "kv/press.h"
+#include "reference_model.h"
+
+namespace snapkv {
+namespace {
+
+std::vector<int32_t> essay(size_t n) {
+  std::vector<int32_t> ids = test::load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
+  ids.resize(std::min(n, ids.size()));
+  return ids;
+}
+
+SessionOptions snapkv_options(int capacity, KvType type = KvType::kF16) {
+  SessionOptions o;
+  o.kv_type = type;
+  o.press.press = "snapkv";
+  o.press.capacity = capacity;
+  return o;
+}
+
+std::vector<int32_t> positions(const KvHeadView& h) { return {h.pos, h.pos + h.n}; }
+
+int argmax(std::span<const float> x) { return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin()); }
+
+TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
+  const Model& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(700);
+  for (const char* name : {"snapkv", "ada_kv", "h2o"}) {
+    SessionOptions o = snapkv_options(200);
+    o.press.press = name;
+    Session s(model, 800, pool, o);
+    s.prefill(ids);
+    const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
+    KvCache offline = rec.pressed(*make_press(o.press));
+    KvCache online = s.kv();
+    for (int il = 0; il < model.hparams().n_layer; ++il) {
+      const auto a = online.layer(il), b = offline.layer(il);
+      for (size_t h = 0; h < a.size(); ++h) ASSERT_EQ(positions(a[h]), positions(b[h])) << name << " layer " << il;
+    }
+    // Same prompt logits as without compression: prefill outputs use the full cache.
+    EXPECT_EQ(argmax(s.logits()), argmax(rec.last_logits())) << name;
+  }
+}
+
+TEST(SessionPress, SnapKvKeepsCapacityPerHeadAndDecodesAtTruePositions) {
+  const Model& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(600);
+  Session s(model, 700, pool, snapkv_options(128));
+  s.prefill(ids);
+  const int64_t full = static_cast<int64_t>(ids.size()) * model.hparams().n_layer * model.hparams().n_head_kv;
+  EXPECT_EQ(s.kv().entries(), 128 * model.hparams().n_layer * model.hparams().n_head_kv);
+  EXPECT_EQ(s.kv().bytes() * full, s.kv_full_bytes() * static_cast<size_t>(s.kv().entries()));
+  KvCache kv = s.kv();
+  for (int il = 0; il < model.hparams().n_layer; ++il) {
+    for (const KvHeadView& h : kv.layer(il)) {
+      ASSERT_EQ(h.n, 128);
+      const std::vector<int32_t> p = positions(h);
+      EXPECT_TRUE(std::is_sorted(p.begin(), p.end()));
+      // The window (last 32 prompt tokens) is always kept.
+      for (int j = 0; j < 32; ++j) EXPECT_EQ(p[128 - 32 + j], 600 - 32 + j);
+    }
+    EXPECT_EQ(s.compressor()->kept()[il].kept, 128 * model.hparams().n_head_kv);
+    EXPECT_EQ(s.compressor()->kept()[il].total, 600 * model.hparams().n_head_kv);
+  }
+  s.decode(argmax(s.logits()));
+  kv = s.kv();
+  for (const KvHeadView& h : kv.layer(0)) {
+    ASSERT_EQ(h.n, 129);
+    EXPECT_EQ(h.pos[128], 600);
+  }
+}
+
+TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
+  const Model& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(900);
+  const std::span<const int32_t> all(ids);
+  // Turn 1 is compressed to 128; turn 2 appends 300 tokens and the press re-scores all 428.
+  Session s(model, 1000, pool, snapkv_options(128));
+  s.prefill(all.first(500));
+  s.prefill(all.subspan(500, 300));
+  KvCache kv = s.kv();
+  for (const KvHeadView& h : kv.layer(5)) {
+    EXPECT_EQ(h.n, 128);
+    EXPECT_EQ(h.pos[h.n - 1], 799);
+  }
+  // Question-agnostic: the context is compressed alone, the question is appended whole.
+  Session q(model, 1000, pool, snapkv_options(128));
+  q.prefill(all.first(800));
+  q.prefill(all.subspan(800, 40), {}, /*compress=*/false);
+  kv = q.kv();
+  for (const KvHeadView& h : kv.layer(5)) {
+    EXPECT_EQ(h.n, 168);
+    EXPECT_EQ(h.pos[127], 799);
+  }
+}
+
+TEST(SessionPress, RecompressionBoundsTheCacheDuringLongGeneration) {
+  const Model& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(300);
+  SessionOptions o = snapkv_options(64);
+  o.press.window = 8;
+  o.press.recompress = 16;
+  Session s(model, 400, pool, o);
+  s.prefill(ids);
+  int64_t most = 0;
+  for (int i = 0; i < 50; ++i) {
+    s.decode(argmax(s.logits()));
+    KvCache kv = s.kv();
+    for (const KvHeadView& h : kv.layer(0)) most = std::max(most, h.n);
+  }
+  EXPECT_LT(most, 64 + 16);
+  EXPECT_GE(most, 64 + 15);  // it did grow up to the threshold before re-compressing
+}
+
+}  // namespace
+}  // namespace snapkv
