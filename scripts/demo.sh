@@ -19,4 +19,4 @@ doc = text[:cut] + needle + text[cut:]
 question = "What is the best thing to do in San Francisco? Answer in one sentence, using the document."
 pathlib.Path(out).write_text(f"<document>\n{doc}\n</document>\n\n{question}")
 PY
-./build/release/snapkv run --chat -f "$prompt" -n 48 "$@"
+./build/release/snapkv run --chat -f "$prompt" -n 48 --kv-press snapkv --kv-capacity 1024 "$@"

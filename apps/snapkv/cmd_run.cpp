@@ -146,6 +146,7 @@ int run(const RunOptions& o) {
     st = generate(session, *tokenizer, ids, gp, print_piece, progress);
   }
   fmt::print("\n");
+  std::fflush(stdout);
   if (o.verbose) print_kept(session);
   const double full = static_cast<double>(session.kv_full_bytes());
   fmt::print(stderr,
