@@ -128,5 +128,21 @@ TEST(CliErrors, PromptOverContextAndInvalidFlags) {
   expect_error("run " + model + " -p hi --temp abc", "--temp");
 }
 
+TEST(CliErrors, InvalidPressOptions) {
+  const std::string run = "run -m " + test::default_model_path() + " -p hi ";
+  expect_error(run + "--kv-press snap", "unknown press 'snap'");
+  expect_error(run + "--kv-press snapkv --kv-capacity 32 --kv-window 32", "larger than the observation window");
+  expect_error(run + "--kv-press snapkv --kv-ratio 1.5", "(0, 1)");
+  expect_error(run + "--kv-press snapkv --kv-ratio -0.2", "(0, 1)");
+  expect_error(run + "--kv-press snapkv --kv-kernel 4", "odd");
+  expect_error(run + "--kv-press snapkv --kv-pool median", "--kv-pool");
+  expect_error(run + "--kv-press snapkv --kv-gqa sum", "--kv-gqa");
+  expect_error(run + "--kv-press ada_kv --kv-alpha 2", "alpha");
+  expect_error(run + "--kv-press streaming_llm --kv-capacity 4 --kv-sinks 4", "sinks");
+  expect_error(run + "--kv-type q8_0", "--kv-type");
+  expect_error(run + "--kv-capacity abc", "--kv-capacity");
+  expect_error(run + "--question-agnostic", "--question");
+}
+
 }  // namespace
 }  // namespace snapkv
