@@ -10,6 +10,8 @@ using Action = std::function<int()>;
 
 Action add_run(CLI::App& app);
 Action add_inspect(CLI::App& app);
+// eval: a group; each evaluation is a subcommand of it (snapkv eval fidelity).
+Action add_eval(CLI::App& app);
 Action add_bench(CLI::App& app);
 
 // The model used when -m is not given: the one scripts/setup.sh downloads.

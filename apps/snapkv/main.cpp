@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   };
   add("run", "answer a prompt with a GGUF model", snapkv::cli::add_run);
   add("inspect", "print a GGUF file's architecture, tokenizer and tensors", snapkv::cli::add_inspect);
+  add("eval", "evaluate KV-cache compression (fidelity, ...)", snapkv::cli::add_eval);
   add("bench", "side-by-side speed and memory measurements", snapkv::cli::add_bench);
 
   try {

@@ -1,0 +1,254 @@
+// snapkv eval: evaluations of KV-cache compression, one sub-subcommand each. `fidelity` is the
+// first (model-independent quality of compression); task suites (niah, ruler, ...) register next
+// to it in add_eval, each with its own add_eval_* function.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "commands.h"
+#include "eval/fidelity.h"
+#include "io/gguf.h"
+#include "io/tokenizer.h"
+#include "kv_options.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace snapkv::cli {
+namespace {
+
+struct FidelityOptions {
+  std::string model = kDefaultModel;
+  std::string data = "../shared/data";
+  std::vector<int> lengths = FidelityParams{}.lengths;
+  std::vector<int> capacities = FidelityParams{}.capacities;
+  std::vector<std::string> presses = FidelityParams{}.presses;
+  int n_eval = FidelityParams{}.n_eval;
+  std::string out;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  KvOptions kv;
+};
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+}
+
+nlohmann::json cell_json(const FidelityCell& c, const FidelityParams& p, const ModelHparams& hp) {
+  const PressConfig pc = p.cell_config(c.press, c.capacity);
+  return {
+      {"length", c.length},
+      {"press", c.press},
+      {"capacity", c.capacity},
+      {"n_eval", c.n_scored},
+      {"top1", c.top1},
+      {"kl_mean", c.kl_mean},
+      {"kl_max", c.kl_max},
+      {"nll_full", c.nll_full},
+      {"nll_press", c.nll_press},
+      {"nll_delta", c.nll_delta()},
+      {"kept_bytes", c.kept_bytes},
+      {"full_bytes", c.full_bytes},
+      {"kept_entries", c.kept_entries},
+      {"full_entries", c.full_entries},
+      {"kept_fraction", static_cast<double>(c.kept_bytes) / static_cast<double>(std::max<size_t>(1, c.full_bytes))},
+      {"seconds", c.seconds},
+      {"model", hp.name},
+      {"kv_type", kv_type_name(p.kv_type)},
+      {"window", pc.window},
+      {"kernel", pc.kernel},
+      {"pool", pool_name(pc.pool)},
+      {"gqa", gqa_name(pc.gqa)},
+      {"variant", variant_name(pc.variant)},
+      {"compress_short", pc.compress_short},
+  };
+}
+
+// Three tables (top-1 agreement, KL, NLL increase) plus the share of KV bytes kept; rows are
+// L x press, columns capacities. Holds no timings, so the same run prints the same text.
+std::string markdown(const std::vector<FidelityCell>& cells, const FidelityParams& p, const ModelHparams& hp,
+                     size_t n_text_files) {
+  std::map<std::tuple<int, std::string, int>, const FidelityCell*> at;
+  for (const FidelityCell& c : cells) at[{c.length, c.press, c.capacity}] = &c;
+  const PressConfig& b = p.base;
+  std::string md = fmt::format(
+      "Model {} ({} layers, {} / {} KV heads); text: the Paul Graham essays ({} files, concatenated in name "
+      "order), first L tokens pressed, next {} tokens scored against the full cache. KV {}; window {}, kernel "
+      "{}, pool {}, gqa {}, variant {}, prompts <= C tokens {}. C = entries kept per KV head, window included.\n",
+      hp.name, hp.n_layer, hp.n_head, hp.n_head_kv, n_text_files, p.n_eval, kv_type_name(p.kv_type), b.window,
+      b.kernel, pool_name(b.pool), gqa_name(b.gqa), variant_name(b.variant),
+      b.compress_short ? "pressed anyway" : "kept whole");
+  const auto table = [&](const std::string& title, auto cell_text, bool bold_best) {
+    md += fmt::format("\n### {}\n\n| L | press |", title);
+    for (int c : p.capacities) md += fmt::format(" C={} |", c);
+    md += "\n|---:|---|";
+    for (size_t i = 0; i < p.capacities.size(); ++i) md += "---:|";
+    md += "\n";
+    for (int l : p.lengths) {
+      for (const std::string& press : p.presses) {
+        md += fmt::format("| {} | {} |", l, press);
+        for (int c : p.capacities) {
+          const FidelityCell* cell = at.at({l, press, c});
+          // The best top-1 agreement among the compressing presses of this L and C, in bold.
+          bool best = false;
+          if (bold_best && press != "full") {
+            best = true;
+            for (const std::string& other : p.presses) {
+              if (other != "full" && at.at({l, other, c})->top1 > cell->top1) best = false;
+            }
+          }
+          const std::string text = cell_text(*cell);
+          md += best ? fmt::format(" **{}** |", text) : fmt::format(" {} |", text);
+        }
+        md += "\n";
+      }
+    }
+  };
+  table("Top-1 agreement with the full cache (%, higher is better; best compressing press in bold)",
+        [](const FidelityCell& c) { return fmt::format("{:.1f}", 100 * c.top1); }, true);
+  table("Mean KL(P_full || P_press) per token (nats, lower is better)",
+        [](const FidelityCell& c) { return fmt::format("{:.4f}", c.kl_mean); }, false);
+  std::string nll_title = "NLL increase of the actual next tokens (nats per token, lower is better; full NLL:";
+  for (int l : p.lengths) {
+    const auto it = std::find_if(cells.begin(), cells.end(), [&](const FidelityCell& c) { return c.length == l; });
+    if (it != cells.end()) nll_title += fmt::format(" {:.3f} at L={}", it->nll_full, l);
+  }
+  table(nll_title + ")", [](const FidelityCell& c) { return fmt::format("{:+.4f}", c.nll_delta()); }, false);
+  table("KV bytes kept (% of the full cache)", [](const FidelityCell& c) {
+    return fmt::format("{:.1f}", 100.0 * static_cast<double>(c.kept_bytes) /
+                                     static_cast<double>(std::max<size_t>(1, c.full_bytes)));
+  }, false);
+  return md;
+}
+
+int run_fidelity_cmd(const FidelityOptions& o) {
+  if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
+  FidelityParams params;
+  params.lengths = o.lengths;
+  params.capacities = o.capacities;
+  params.presses = o.presses;
+  params.n_eval = o.n_eval;
+  const SessionOptions so = o.kv.session_options();
+  params.kv_type = so.kv_type;
+  params.base = so.press;
+  // Flag errors first, before anything is loaded; the context check needs the model.
+  if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  namespace fs = std::filesystem;
+  std::ofstream jsonl;
+  if (!o.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    jsonl.open(fs::path(o.out) / "fidelity.jsonl", std::ios::trunc);
+    if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write fidelity.jsonl there (--out)", o.out);
+  }
+
+  Timer wall;
+  const auto file = GgufFile::open(o.model);
+  const auto model = load_model(*file);
+  const auto tokenizer = Tokenizer::from_gguf(*file);
+  const ModelHparams& hp = model->hparams();
+  if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {
+    fail(ErrorKind::kInvalidArgument, "{}", err);
+  }
+  size_t n_files = 0;
+  const std::string text = read_paul_graham_essays(o.data, &n_files);
+  const std::vector<int32_t> ids = encode_prefix(*tokenizer, text, params.tokens_needed());
+  if (static_cast<int64_t>(ids.size()) < params.tokens_needed()) {
+    fail(ErrorKind::kOutOfRange, "the essays have {} tokens; --lengths and --n-eval need {}", ids.size(),
+         params.tokens_needed());
+  }
+  fmt::print(stderr, "model: {} ({}, {} layers), {} threads; {} cells ({} lengths x {} presses x {} capacities)\n",
+             hp.name, hp.arch, hp.n_layer, o.threads,
+             params.lengths.size() * params.presses.size() * params.capacities.size(), params.lengths.size(),
+             params.presses.size(), params.capacities.size());
+
+  // ETA: the work of a cell (and of its share of the prefill) grows with L, so the elapsed time
+  // is extrapolated by the sum of L over the cells left.
+  const double per_length = static_cast<double>(params.presses.size() * params.capacities.size());
+  double work_total = 0;
+  for (int l : params.lengths) work_total += per_length * l;
+  double work_done = 0;
+  ThreadPool pool(o.threads);
+  const auto progress = [&](const FidelityProgress& p) {
+    if (!p.cell) {
+      fmt::print(stderr, "L={}: prefill with the full cache, elapsed {}\n", p.length, format_duration(p.elapsed_s));
+      return;
+    }
+    work_done += p.length;
+    const double eta = p.elapsed_s / work_done * (work_total - work_done);
+    const FidelityCell& c = *p.cell;
+    fmt::print(stderr, "[{}/{}] L={} {} C={}: top-1 {:.1f} %, KL {:.4f}, dNLL {:+.4f} ({:.1f} s), elapsed {}, ETA {}\n",
+               p.cells_done, p.cells_total, c.length, c.press, c.capacity, 100 * c.top1, c.kl_mean, c.nll_delta(),
+               c.seconds, format_duration(p.elapsed_s), format_duration(eta));
+    if (jsonl.is_open()) jsonl << cell_json(c, params, hp).dump() << "\n" << std::flush;
+  };
+  const std::vector<FidelityCell> cells = run_fidelity(*model, ids, params, pool, progress);
+
+  const std::string md = markdown(cells, params, hp, n_files);
+  fmt::print("{}", md);
+  std::fflush(stdout);
+  if (!o.out.empty()) {
+    std::ofstream mdf(fs::path(o.out) / "fidelity.md", std::ios::trunc);
+    mdf << md;
+    if (!mdf || !jsonl) fail(ErrorKind::kBadFile, "{}: writing the results failed", o.out);
+  }
+  fmt::print(stderr, "done: {} cells in {} (wall, model load included){}\n", cells.size(),
+             format_duration(wall.seconds()), o.out.empty() ? "" : fmt::format("; results in {}", o.out));
+  return 0;
+}
+
+Action add_eval_fidelity(CLI::App& app) {
+  auto o = std::make_shared<FidelityOptions>();
+  app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  app.add_option("--data", o->data, "evaluation data folder (holds niah_paulgraham/)")
+      ->envname("SNAPKV_DATA")
+      ->capture_default_str();
+  app.add_option("--lengths", o->lengths, "prompt lengths L in tokens, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--capacity", o->capacities, "KV capacities C per KV head (window included), comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--presses", o->presses, fmt::format("presses, comma-separated: {}", fmt::join(press_names(), ", ")))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--n-eval", o->n_eval, "continuation tokens scored after each prompt")->capture_default_str();
+  app.add_option("--out", o->out, "folder for fidelity.jsonl (one line per cell) and fidelity.md");
+  app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
+  add_kv_options(app, o->kv);
+  // The press and its budget are what the evaluation varies; nothing is decoded.
+  for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
+    app.remove_option(app.get_option(name));
+  }
+  return [o] { return run_fidelity_cmd(*o); };
+}
+
+}  // namespace
+
+Action add_eval(CLI::App& app) {
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Action>> evals;
+  const auto add = [&](const char* name, const char* help, Action (*add_fn)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    evals.emplace_back(sub, add_fn(*sub));
+  };
+  add("fidelity", "next-token KL, top-1 agreement and NLL increase of every press against the full cache",
+      add_eval_fidelity);
+  return [evals] {
+    for (const auto& [sub, action] : evals) {
+      if (sub->parsed()) return action();
+    }
+    return 1;  // unreachable: require_subcommand(1)
+  };
+}
+
+}  // namespace snapkv::cli
