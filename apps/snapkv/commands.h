@@ -13,6 +13,7 @@ Action add_inspect(CLI::App& app);
 // eval: a group; each evaluation is a subcommand of it (snapkv eval fidelity).
 Action add_eval(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_chat(CLI::App& app);
 
 // The model used when -m is not given: the one scripts/setup.sh downloads.
 inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

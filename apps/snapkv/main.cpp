@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     actions[sub] = add_fn(*sub);
   };
   add("run", "answer a prompt with a GGUF model", snapkv::cli::add_run);
+  add("chat", "a multi-turn conversation on stdin, each turn appended to the (compressed) cache",
+      snapkv::cli::add_chat);
   add("inspect", "print a GGUF file's architecture, tokenizer and tensors", snapkv::cli::add_inspect);
   add("eval", "evaluate KV-cache compression (fidelity, ...)", snapkv::cli::add_eval);
   add("bench", "side-by-side speed and memory measurements", snapkv::cli::add_bench);

@@ -1,0 +1,48 @@
+// snapkv chat through the real binary: two turns on stdin with SnapKV; the second turn is
+// appended to the compressed cache (its KV bytes stay below the full cache's).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "support/paths.h"
+
+namespace snapkv {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CliChat, TwoTurnsOnACompressedCache) {
+  const fs::path dir = fs::temp_directory_path() / ("snapkv_chat_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string system;
+  for (int i = 0; i < 40; ++i) system += "You are a careful assistant who answers briefly. ";
+  std::ofstream(dir / "in.txt") << "Name three colors.\nAnd three animals?\n";
+  const std::string cmd = fmt::format(
+      "timeout 300 {} chat -m {} -t 2 -n 12 --kv-press snapkv --kv-capacity 96 --kv-window 8 --system '{}' <{} >{} 2>{}",
+      SNAPKV_BINARY, test::default_model_path(), system, (dir / "in.txt").string(), (dir / "out.txt").string(),
+      (dir / "err.txt").string());
+  const int rc = std::system(cmd.c_str());
+  std::ifstream out_f(dir / "out.txt"), err_f(dir / "err.txt");
+  const std::string out((std::istreambuf_iterator<char>(out_f)), {}), err((std::istreambuf_iterator<char>(err_f)), {});
+  fs::remove_all(dir);
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << err;
+  EXPECT_GE(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  // turn N: ... | context C tok | KV cache X (full Y)
+  const std::regex turn(R"(turn (\d): \+(\d+) prompt tok.*context (\d+) tok \| KV cache ([0-9.]+ \w+) \(full ([0-9.]+ \w+)\))");
+  std::vector<std::smatch> turns;
+  for (std::sregex_iterator it(err.begin(), err.end(), turn), end; it != end; ++it) turns.push_back(*it);
+  ASSERT_EQ(turns.size(), 2u) << err;
+  EXPECT_GT(std::stoi(turns[0][2]), 96);                // the system prompt alone is over the capacity
+  EXPECT_LT(std::stoi(turns[1][2]), 40);                // turn 2 only appends its own text
+  EXPECT_GT(std::stoi(turns[1][3]), std::stoi(turns[0][3]));
+  EXPECT_NE(turns[0][4].str(), turns[0][5].str());      // compressed below the full cache
+  EXPECT_NE(turns[1][4].str(), turns[1][5].str());
+}
+
+}  // namespace
+}  // namespace snapkv
