@@ -62,7 +62,7 @@ void KvCache::append(int il, int64_t n_tok, const float* k, const float* v, cons
   }
 }
 
-std::span<const KvHeadView> KvCache::layer(int il) {
+std::span<const KvHeadView> KvCache::layer(int il) const {
   KvHeadView* out = views_.data() + static_cast<size_t>(il) * n_head_;
   for (int ih = 0; ih < n_head_; ++ih) {
     const Head& h = head(il, ih);

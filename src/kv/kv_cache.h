@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "model/kv_store.h"
@@ -19,7 +20,8 @@ class KvCache final : public KvStore {
   KvCache(int n_layer, int n_head_kv, int head_dim, KvType type = KvType::kF16, int replicate = 1);
 
   void append(int il, int64_t n_tok, const float* k, const float* v, const int32_t* pos) override;
-  std::span<const KvHeadView> layer(int il) override;
+  std::span<const KvHeadView> layer(int il) override { return std::as_const(*this).layer(il); }
+  std::span<const KvHeadView> layer(int il) const;
 
   // Keeps only the entries at idx (ascending indices into the head's current entries) of stored
   // head ih of layer il, and releases the memory of the others.
@@ -53,7 +55,7 @@ class KvCache final : public KvStore {
   KvType type_;
   size_t row_bytes_;
   std::vector<Head> heads_;        // [n_layer * n_head]
-  std::vector<KvHeadView> views_;  // [n_layer * n_head], refreshed by layer()
+  mutable std::vector<KvHeadView> views_;  // [n_layer * n_head], refreshed by layer()
 };
 
 }  // namespace snapkv

@@ -40,7 +40,7 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
     s.prefill(ids);
     const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
     KvCache offline = rec.pressed(*make_press(o.press));
-    KvCache online = s.kv();
+    const KvCache& online = s.kv();
     for (int il = 0; il < model.hparams().n_layer; ++il) {
       const auto a = online.layer(il), b = offline.layer(il);
       for (size_t h = 0; h < a.size(); ++h) ASSERT_EQ(positions(a[h]), positions(b[h])) << name << " layer " << il;
@@ -59,9 +59,9 @@ TEST(SessionPress, SnapKvKeepsCapacityPerHeadAndDecodesAtTruePositions) {
   const int64_t full = static_cast<int64_t>(ids.size()) * model.hparams().n_layer * model.hparams().n_head_kv;
   EXPECT_EQ(s.kv().entries(), 128 * model.hparams().n_layer * model.hparams().n_head_kv);
   EXPECT_EQ(s.kv().bytes() * full, s.kv_full_bytes() * static_cast<size_t>(s.kv().entries()));
-  KvCache kv = s.kv();
+  const KvCache* kv = &s.kv();
   for (int il = 0; il < model.hparams().n_layer; ++il) {
-    for (const KvHeadView& h : kv.layer(il)) {
+    for (const KvHeadView& h : kv->layer(il)) {
       ASSERT_EQ(h.n, 128);
       const std::vector<int32_t> p = positions(h);
       EXPECT_TRUE(std::is_sorted(p.begin(), p.end()));
@@ -72,8 +72,7 @@ TEST(SessionPress, SnapKvKeepsCapacityPerHeadAndDecodesAtTruePositions) {
     EXPECT_EQ(s.compressor()->kept()[il].total, 600 * model.hparams().n_head_kv);
   }
   s.decode(argmax(s.logits()));
-  kv = s.kv();
-  for (const KvHeadView& h : kv.layer(0)) {
+  for (const KvHeadView& h : kv->layer(0)) {
     ASSERT_EQ(h.n, 129);
     EXPECT_EQ(h.pos[128], 600);
   }
@@ -88,8 +87,7 @@ TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
   Session s(model, 1000, pool, snapkv_options(128));
   s.prefill(all.first(500));
   s.prefill(all.subspan(500, 300));
-  KvCache kv = s.kv();
-  for (const KvHeadView& h : kv.layer(5)) {
+  for (const KvHeadView& h : s.kv().layer(5)) {
     EXPECT_EQ(h.n, 128);
     EXPECT_EQ(h.pos[h.n - 1], 799);
   }
@@ -97,8 +95,7 @@ TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
   Session q(model, 1000, pool, snapkv_options(128));
   q.prefill(all.first(800));
   q.prefill(all.subspan(800, 40), {}, /*compress=*/false);
-  kv = q.kv();
-  for (const KvHeadView& h : kv.layer(5)) {
+  for (const KvHeadView& h : q.kv().layer(5)) {
     EXPECT_EQ(h.n, 168);
     EXPECT_EQ(h.pos[127], 799);
   }
@@ -116,8 +113,7 @@ TEST(SessionPress, RecompressionBoundsTheCacheDuringLongGeneration) {
   int64_t most = 0;
   for (int i = 0; i < 50; ++i) {
     s.decode(argmax(s.logits()));
-    KvCache kv = s.kv();
-    for (const KvHeadView& h : kv.layer(0)) most = std::max(most, h.n);
+    for (const KvHeadView& h : s.kv().layer(0)) most = std::max(most, h.n);
   }
   EXPECT_LT(most, 64 + 16);
   EXPECT_GE(most, 64 + 15);  // it did grow up to the threshold before re-compressing
