@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -171,20 +172,33 @@ int run_fidelity_cmd(const FidelityOptions& o) {
              params.lengths.size() * params.presses.size() * params.capacities.size(), params.lengths.size(),
              params.presses.size(), params.capacities.size());
 
-  // ETA: the work of a cell (and of its share of the prefill) grows with L, so the elapsed time
-  // is extrapolated by the sum of L over the cells left.
-  const double per_length = static_cast<double>(params.presses.size() * params.capacities.size());
-  double work_total = 0;
-  for (int l : params.lengths) work_total += per_length * l;
-  double work_done = 0;
+  // ETA from what this run measured so far: the last prefill, scaled as L^1.5 to the lengths left
+  // (its matmuls grow as L, its attention as L^2), and the mean cell time of the current length, scaled as sqrt(L) (the continuation's
+  // matmuls are the same at every L, the cache copy and attention over it are not).
+  const int cells_per_length = static_cast<int>(params.presses.size() * params.capacities.size());
+  size_t length_index = 0;
+  int cells_in_length = 0;
+  double prefill_start = 0, prefill_s = 0, cell_sum = 0;
   ThreadPool pool(o.threads);
   const auto progress = [&](const FidelityProgress& p) {
     if (!p.cell) {
       fmt::print(stderr, "L={}: prefill with the full cache, elapsed {}\n", p.length, format_duration(p.elapsed_s));
+      length_index = static_cast<size_t>(
+          std::find(params.lengths.begin(), params.lengths.end(), p.length) - params.lengths.begin());
+      prefill_start = p.elapsed_s;
+      cells_in_length = 0;
+      cell_sum = 0;
       return;
     }
-    work_done += p.length;
-    const double eta = p.elapsed_s / work_done * (work_total - work_done);
+    if (cells_in_length == 0) prefill_s = p.elapsed_s - prefill_start - p.cell->seconds;
+    ++cells_in_length;
+    cell_sum += p.cell->seconds;
+    const double l = params.lengths[length_index], cell_s = cell_sum / cells_in_length;
+    double eta = (cells_per_length - cells_in_length) * cell_s;
+    for (size_t i = length_index + 1; i < params.lengths.size(); ++i) {
+      const double r = params.lengths[i] / l;
+      eta += prefill_s * std::pow(r, 1.5) + cells_per_length * cell_s * std::sqrt(r);
+    }
     const FidelityCell& c = *p.cell;
     fmt::print(stderr, "[{}/{}] L={} {} C={}: top-1 {:.1f} %, KL {:.4f}, dNLL {:+.4f} ({:.1f} s), elapsed {}, ETA {}\n",
                p.cells_done, p.cells_total, c.length, c.press, c.capacity, 100 * c.top1, c.kl_mean, c.nll_delta(),
