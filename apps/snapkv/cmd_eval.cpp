@@ -153,6 +153,8 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   }
 
   Timer wall;
+  size_t n_files = 0;
+  const std::string text = read_paul_graham_essays(o.data, &n_files);
   const auto file = GgufFile::open(o.model);
   const auto model = load_model(*file);
   const auto tokenizer = Tokenizer::from_gguf(*file);
@@ -160,8 +162,6 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {
     fail(ErrorKind::kInvalidArgument, "{}", err);
   }
-  size_t n_files = 0;
-  const std::string text = read_paul_graham_essays(o.data, &n_files);
   const std::vector<int32_t> ids = encode_prefix(*tokenizer, text, params.tokens_needed());
   if (static_cast<int64_t>(ids.size()) < params.tokens_needed()) {
     fail(ErrorKind::kOutOfRange, "the essays have {} tokens; --lengths and --n-eval need {}", ids.size(),

@@ -169,7 +169,8 @@ TEST(FidelityCli, BadFlagsGiveOneErrorLine) {
   expect_error(a + " --capacity 128,128", "twice");
   expect_error(a + " --kv-gqa per_query_head", "per_query_head");
   expect_error(a + " --kv-press snapkv", "--kv-press");  // the press is what the evaluation varies
-  expect_error("eval fidelity -t 2 --data /nonexistent/data", "/nonexistent/data");
+  expect_error("eval fidelity -t 2 --data /nonexistent/data -m /nonexistent/model.gguf", "/nonexistent/data");
+  expect_error("eval fidelity -t 2 --data " + data_dir() + " -m /nonexistent/model.gguf", "/nonexistent/model.gguf");
   expect_error("eval", "subcommand");
 }
 
