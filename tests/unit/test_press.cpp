@@ -163,6 +163,9 @@ TEST(AdaKv, HeadBudgetsByHand) {
   // alpha 1: uniform; alpha 0: pure joint counts.
   EXPECT_EQ(ada_prefix_budgets(s, 2, 1.0), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(ada_prefix_budgets(s, 2, 0.0), (std::vector<int64_t>{3, 1}));
+  // Rounding keeps the layer's total: (3, 3, 0) with B = 2, alpha = 0.5 blends to 2.5, 2.5, 1;
+  // rounding each (to even) would give 2 + 2 + 1 = 5, largest remainders give 3 + 2 + 1 = 6.
+  EXPECT_EQ(ada_prefix_budgets({{9, 8, 7}, {6, 5, 4}, {0, 0, 0}}, 2, 0.5), (std::vector<int64_t>{3, 2, 1}));
   // A head cannot keep more than it has.
   EXPECT_EQ(ada_prefix_budgets({{9, 8}, {1, 1, 1, 1}}, 3, 0.0), (std::vector<int64_t>{2, 4}));
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "kv/press_scores.h"
 #include "kv/presses/presses.h"
@@ -33,12 +34,31 @@ std::vector<int64_t> joint_counts(const HeadScores& s, int64_t n, std::vector<st
 }  // namespace
 
 std::vector<int64_t> ada_prefix_budgets(const HeadScores& prefix_scores, int64_t b, double alpha) {
-  const int64_t n_heads = static_cast<int64_t>(prefix_scores.size());
-  std::vector<int64_t> budgets = joint_counts(prefix_scores, n_heads * b);
-  for (size_t h = 0; h < budgets.size(); ++h) {
-    const double blended = static_cast<double>(budgets[h]) * (1 - alpha) + static_cast<double>(b) * alpha;
-    budgets[h] = std::min<int64_t>(static_cast<int64_t>(std::nearbyint(blended)),
-                                   static_cast<int64_t>(prefix_scores[h].size()));
+  const size_t n_heads = prefix_scores.size();
+  const std::vector<int64_t> counts = joint_counts(prefix_scores, static_cast<int64_t>(n_heads) * b);
+  // The blended budgets sum to n_heads * B; round them by largest remainders so that their sum
+  // stays exactly that (every press then holds the same memory), capped by what a head holds.
+  std::vector<int64_t> budgets(n_heads);
+  std::vector<double> frac(n_heads);
+  int64_t total = 0, target = 0;
+  for (size_t h = 0; h < n_heads; ++h) {
+    const int64_t size = static_cast<int64_t>(prefix_scores[h].size());
+    const double blended = static_cast<double>(counts[h]) * (1 - alpha) + static_cast<double>(b) * alpha;
+    budgets[h] = std::min(static_cast<int64_t>(std::floor(blended)), size);
+    frac[h] = blended - std::floor(blended);
+    total += budgets[h];
+    target += size;
+  }
+  target = std::min(target, static_cast<int64_t>(n_heads) * b);
+  std::vector<size_t> order(n_heads);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return frac[x] > frac[y]; });
+  for (bool gave = true; total < target && gave;) {
+    gave = false;
+    for (size_t i = 0; i < n_heads && total < target; ++i) {
+      const size_t h = order[i];
+      if (budgets[h] < static_cast<int64_t>(prefix_scores[h].size())) ++budgets[h], ++total, gave = true;
+    }
   }
   return budgets;
 }

@@ -29,7 +29,8 @@ int64_t pyramid_layer_budget(const PressConfig& c, int64_t capacity, int64_t n, 
 
 // Ada-KV budgets per head from per-head prefix scores, window excluded (paper variant): the top
 // n_heads * B scores over all heads jointly give head h c_h of them, and h keeps
-// round(c_h * (1 - alpha) + B * alpha) prefix entries.
+// c_h * (1 - alpha) + B * alpha prefix entries, rounded by largest remainders so that the budgets
+// sum to n_heads * B (no head above what it holds).
 std::vector<int64_t> ada_prefix_budgets(const std::vector<std::vector<float>>& prefix_scores, int64_t b, double alpha);
 
 }  // namespace snapkv
