@@ -2,13 +2,12 @@
 // appended to the compressed cache (its KV bytes stay below the full cache's).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
+#include "support/cli.h"
 #include "support/paths.h"
 
 namespace snapkv {
@@ -22,15 +21,14 @@ TEST(CliChat, TwoTurnsOnACompressedCache) {
   std::string system;
   for (int i = 0; i < 40; ++i) system += "You are a careful assistant who answers briefly. ";
   std::ofstream(dir / "in.txt") << "Name three colors.\nAnd three animals?\n";
-  const std::string cmd = fmt::format(
-      "timeout 300 {} chat -m {} -t 2 -n 12 --kv-press snapkv --kv-capacity 96 --kv-window 8 --system '{}' <{} >{} 2>{}",
-      SNAPKV_BINARY, test::default_model_path(), system, (dir / "in.txt").string(), (dir / "out.txt").string(),
-      (dir / "err.txt").string());
-  const int rc = std::system(cmd.c_str());
-  std::ifstream out_f(dir / "out.txt"), err_f(dir / "err.txt");
-  const std::string out((std::istreambuf_iterator<char>(out_f)), {}), err((std::istreambuf_iterator<char>(err_f)), {});
+  const test::CliRun r = test::run_cli(
+      fmt::format("chat -m {} -t 2 -n 12 --kv-press snapkv --kv-capacity 96 --kv-window 8 --system '{}' <{}",
+                  test::default_model_path(), system, (dir / "in.txt").string()),
+      300);
   fs::remove_all(dir);
-  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << err;
+  const std::string& out = r.out;
+  const std::string& err = r.err;
+  ASSERT_EQ(r.status, 0) << err;
   EXPECT_GE(std::count(out.begin(), out.end(), '\n'), 2) << out;
   // turn N: ... | context C tok | KV cache X (full Y)
   const std::regex turn(R"(turn (\d): \+(\d+) prompt tok.*context (\d+) tok \| KV cache ([0-9.]+ \w+) \(full ([0-9.]+ \w+)\))");

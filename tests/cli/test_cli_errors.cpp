@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "support/gguf_writer.h"
+#include "support/cli.h"
 #include "support/paths.h"
 
 namespace snapkv {
@@ -17,34 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string err;
-};
-
-Result run_cli(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / ("snapkv_cli_err_" + std::to_string(::getpid()));
-  const std::string cmd = fmt::format("timeout 120 {} {} >/dev/null 2>{}", SNAPKV_BINARY, args, err_file.string());
-  Result r;
-  const int rc = std::system(cmd.c_str());
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(err_file);
-  return r;
-}
-
-// The last stderr line must be the error; earlier lines may only be the model banner.
-void expect_error(const std::string& args, const std::string& needle) {
-  const Result r = run_cli(args);
-  EXPECT_NE(r.status, 0) << args;
-  EXPECT_LT(r.status, 124) << "timed out or crashed: " << args << "\n" << r.err;
-  const size_t start = r.err.rfind("error: ");
-  ASSERT_NE(start, std::string::npos) << args << "\nstderr: " << r.err;
-  const std::string line = r.err.substr(start);
-  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << "one line expected: " << line;
-  EXPECT_NE(line.find(needle), std::string::npos) << "expected '" << needle << "' in: " << line;
-}
+void expect_error(const std::string& args, const std::string& needle) { test::expect_cli_error(args, needle); }
 
 std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
   const fs::path p = fs::temp_directory_path() / ("snapkv_cli_" + std::to_string(::getpid()) + "_" + name);

@@ -14,38 +14,13 @@
 #include <sstream>
 
 #include "eval/fidelity.h"
+#include "support/cli.h"
 #include "support/paths.h"
 
 namespace snapkv {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliRun run_cli(const std::string& args) {
-  const fs::path base = fs::temp_directory_path() / fmt::format("snapkv_fid_{}", ::getpid());
-  const std::string cmd = fmt::format("timeout 120 {} {} >{}.out 2>{}.err", SNAPKV_BINARY, args, base.string(),
-                                      base.string());
-  const int rc = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  r.out = slurp(base.string() + ".out");
-  r.err = slurp(base.string() + ".err");
-  fs::remove(base.string() + ".out");
-  fs::remove(base.string() + ".err");
-  return r;
-}
 
 // The evaluation data: $SNAPKV_DATA, else ../shared/data next to the source tree.
 std::string data_dir() {
@@ -84,13 +59,13 @@ TEST(FidelityMetrics, KlTop1AndNllMatchHandComputedValues) {
 TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
   const fs::path out = fs::temp_directory_path() / fmt::format("snapkv_fidelity_{}", ::getpid());
   fs::remove_all(out);
-  const CliRun r = run_cli(fmt::format("eval fidelity {} --lengths 600 --n-eval 32 --capacity 128,1024 "
+  const test::CliRun r = test::run_cli(fmt::format("eval fidelity {} --lengths 600 --n-eval 32 --capacity 128,1024 "
                                     "--presses full,snapkv,random --out {}",
                                     common_args(), out.string()));
   ASSERT_EQ(r.status, 0) << r.err;
 
   std::map<std::pair<std::string, int>, nlohmann::json> cell;
-  std::istringstream lines(slurp(out / "fidelity.jsonl"));
+  std::istringstream lines(test::slurp(out / "fidelity.jsonl"));
   int n_lines = 0;
   for (std::string line; std::getline(lines, line); ++n_lines) {
     const nlohmann::json j = nlohmann::json::parse(line);
@@ -141,7 +116,7 @@ TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
   EXPECT_LT(snap["nll_delta"].get<double>(), rnd["nll_delta"].get<double>());
 
   // The table on stdout is the one written to fidelity.md, one row per L x press.
-  EXPECT_EQ(r.out, slurp(out / "fidelity.md"));
+  EXPECT_EQ(r.out, test::slurp(out / "fidelity.md"));
   EXPECT_NE(r.out.find("| 600 | snapkv |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("C=1024"), std::string::npos) << r.out;
   fs::remove_all(out);
@@ -149,14 +124,7 @@ TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
 
 // Each case ends with exactly one "error:" line and a non-zero exit, before any long work.
 void expect_error(const std::string& args, const std::string& needle) {
-  const CliRun r = run_cli(args);
-  EXPECT_NE(r.status, 0) << args;
-  EXPECT_LT(r.status, 124) << "timed out or crashed: " << args << "\n" << r.err;
-  const size_t start = r.err.rfind("error: ");
-  ASSERT_NE(start, std::string::npos) << args << "\nstderr: " << r.err;
-  const std::string line = r.err.substr(start);
-  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << "one line expected: " << line;
-  EXPECT_NE(line.find(needle), std::string::npos) << "expected '" << needle << "' in: " << line;
+  const test::CliRun r = test::expect_cli_error(args, needle);
   EXPECT_TRUE(r.out.empty()) << "no table on failure: " << r.out;
 }
 
