@@ -257,6 +257,7 @@ Action add_eval(CLI::App& app) {
   };
   add("fidelity", "next-token KL, top-1 agreement and NLL increase of every press against the full cache",
       add_eval_fidelity);
+  add("niah", "needle in a haystack: lengths x depths, every press and capacity on one prefill per case", add_eval_niah);
   return [evals] {
     for (const auto& [sub, action] : evals) {
       if (sub->parsed()) return action();

@@ -78,6 +78,24 @@ size_t Session::kv_full_bytes() const {
   return static_cast<size_t>(n_past()) * h.n_layer * h.n_head_kv * kv_.entry_bytes();
 }
 
+void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {
+  if (compressor_) fail(ErrorKind::kInvalidArgument, "adopt: the session's press must be full");
+  if (cache.n_layer() != kv_.n_layer() || cache.n_head() != kv_.n_head() || cache.head_dim() != kv_.head_dim() ||
+      cache.type() != kv_.type()) {
+    fail(ErrorKind::kInvalidArgument, "adopt: the cache's shape or type differs from the session's");
+  }
+  if (tokens.empty() || tokens.size() > static_cast<size_t>(n_ctx_)) {
+    fail(ErrorKind::kInvalidArgument, "adopt: {} tokens for a context of {}", tokens.size(), n_ctx_);
+  }
+  if (last_logits.size() != static_cast<size_t>(model_.hparams().n_vocab)) {
+    fail(ErrorKind::kInvalidArgument, "adopt: {} logits, the vocabulary has {}", last_logits.size(),
+         model_.hparams().n_vocab);
+  }
+  kv_ = std::move(cache);
+  tokens_.assign(tokens.begin(), tokens.end());
+  logits_.assign(last_logits.begin(), last_logits.end());
+}
+
 void Session::reset() {
   kv_.clear();
   if (compressor_) compressor_->reset();

@@ -47,6 +47,13 @@ class Session {
   const Compressor* compressor() const { return compressor_.get(); }
   const Model& model() const { return model_; }
   void reset();
+  // Starts this session from a cache built elsewhere (e.g. a RecordedPrefill's pressed copy):
+  // the session takes the cache, the tokens it holds (at positions 0..n-1, whatever entries a
+  // press dropped) and the logits for the next token, as if it had prefilled them itself.
+  // Only for sessions whose press is "full" (no compressor). Error(kInvalidArgument) when the
+  // cache's layers, heads, head size or type differ from this session's, when tokens is empty
+  // or longer than n_ctx, or when last_logits is not one row of n_vocab.
+  void adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits);
 
  private:
   void run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
