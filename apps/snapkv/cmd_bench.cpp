@@ -8,13 +8,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "commands.h"
 #include "engine/session.h"
+#include "eval/fidelity.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
@@ -44,21 +43,8 @@ struct Sample {
 
 // The first n tokens of the Paul Graham essays.
 std::vector<int32_t> essay_tokens(const BenchOptions& o, const Tokenizer& tok, int n) {
-  const std::filesystem::path dir = std::filesystem::path(o.data) / "niah_paulgraham" / "PaulGrahamEssays";
-  if (!std::filesystem::is_directory(dir)) fail(ErrorKind::kBadFile, "{}: essays not found (set --data)", dir.string());
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".txt") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  std::string text;
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    text += std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  std::vector<int32_t> ids = tok.encode(text, tok.add_bos(), false);
+  std::vector<int32_t> ids = encode_prefix(tok, read_paul_graham_essays(o.data), n);
   if (static_cast<int>(ids.size()) < n) fail(ErrorKind::kInvalidArgument, "the essays have only {} tokens", ids.size());
-  ids.resize(n);
   return ids;
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "eval_options.h"
 #include "eval/fidelity.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
@@ -27,22 +28,14 @@
 namespace snapkv::cli {
 namespace {
 
-struct FidelityOptions {
-  std::string model = kDefaultModel;
-  std::string data = "../shared/data";
-  std::vector<int> lengths = FidelityParams{}.lengths;
-  std::vector<int> capacities = FidelityParams{}.capacities;
-  std::vector<std::string> presses = FidelityParams{}.presses;
+struct FidelityOptions : EvalOptions {
+  FidelityOptions() {
+    lengths = FidelityParams{}.lengths;
+    capacities = FidelityParams{}.capacities;
+    presses = FidelityParams{}.presses;
+  }
   int n_eval = FidelityParams{}.n_eval;
-  std::string out;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  KvOptions kv;
 };
-
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f} s", s);
-  return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-}
 
 nlohmann::json cell_json(const FidelityCell& c, const FidelityParams& p, const ModelHparams& hp) {
   const PressConfig pc = p.cell_config(c.press, c.capacity);
@@ -222,27 +215,9 @@ int run_fidelity_cmd(const FidelityOptions& o) {
 
 Action add_eval_fidelity(CLI::App& app) {
   auto o = std::make_shared<FidelityOptions>();
-  app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("--data", o->data, "evaluation data folder (holds niah_paulgraham/)")
-      ->envname("SNAPKV_DATA")
-      ->capture_default_str();
-  app.add_option("--lengths", o->lengths, "prompt lengths L in tokens, comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--capacity", o->capacities, "KV capacities C per KV head (window included), comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--presses", o->presses, fmt::format("presses, comma-separated: {}", fmt::join(press_names(), ", ")))
-      ->delimiter(',')
-      ->capture_default_str();
+  add_eval_options(app, *o, "prompt lengths L in tokens, comma-separated",
+                   "folder for fidelity.jsonl (one line per cell) and fidelity.md");
   app.add_option("--n-eval", o->n_eval, "continuation tokens scored after each prompt")->capture_default_str();
-  app.add_option("--out", o->out, "folder for fidelity.jsonl (one line per cell) and fidelity.md");
-  app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
-  add_kv_options(app, o->kv);
-  // The press and its budget are what the evaluation varies; nothing is decoded.
-  for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
-    app.remove_option(app.get_option(name));
-  }
   return [o] { return run_fidelity_cmd(*o); };
 }
 

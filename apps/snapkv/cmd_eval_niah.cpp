@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "eval_options.h"
 #include "engine/chat_template.h"
 #include "engine/session.h"
 #include "eval/fidelity.h"
@@ -35,19 +36,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct NiahOptions {
-  std::string model = kDefaultModel;
-  std::string data = "../shared/data";
-  std::vector<int> lengths = {1024, 2048, 4096, 7168};
+struct NiahOptions : EvalOptions {
+  NiahOptions() {
+    lengths = {1024, 2048, 4096, 7168};
+    presses = {"full", "snapkv", "pyramidkv", "ada_kv", "streaming_llm", "h2o"};
+  }
   std::vector<int> depths = {0, 25, 50, 75, 100};
-  std::vector<int> capacities = {128, 256, 512, 1024};
-  std::vector<std::string> presses = {"full", "snapkv", "pyramidkv", "ada_kv", "streaming_llm", "h2o"};
   std::string needle = kNiahNeedle;
   std::string question = kNiahQuestion;
   int max_tokens = 32;
-  std::string out;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  KvOptions kv;
 };
 
 std::string case_id(int length, int depth) { return fmt::format("L{}_d{}", length, depth); }
@@ -57,11 +54,6 @@ std::string cell_key(const std::string& id, const std::string& press, int capaci
 // "full" runs once per case, recorded with capacity 0.
 std::vector<int> capacities_of(const std::string& press, const std::vector<int>& caps) {
   return press == "full" ? std::vector<int>{0} : caps;
-}
-
-std::string duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
 }
 
 void check_flags(const NiahOptions& o, int n_ctx) {
@@ -273,8 +265,8 @@ int run_niah_cmd(const NiahOptions& o) {
     const double eta = cells_done ? el / cells_done * (cells_todo - cells_done) : 0;
     const int width = 30, fill = cells_todo ? width * cells_done / cells_todo : width;
     fmt::print(stderr, "\r[{}{}] {}/{} {} elapsed {} ETA {}   ", std::string(static_cast<size_t>(fill), '#'),
-               std::string(static_cast<size_t>(width - fill), '.'), cells_done, cells_todo, what, duration(el),
-               cells_done ? duration(eta) : "?");
+               std::string(static_cast<size_t>(width - fill), '.'), cells_done, cells_todo, what, format_duration(el),
+               cells_done ? format_duration(eta) : "?");
   };
   for (int l : o.lengths) {
     for (int d : o.depths) {
@@ -349,7 +341,7 @@ int run_niah_cmd(const NiahOptions& o) {
   fmt::print(stderr, "\n");
   write_reports(o, rows, hp.name);
   fmt::print(stderr, "done: {} cells run, {} skipped, in {} (wall, model load included); results in {}\n", cells_done,
-             cells_total - cells_todo, duration(wall.seconds()), o.out);
+             cells_total - cells_todo, format_duration(wall.seconds()), o.out);
   return 0;
 }
 
@@ -357,31 +349,15 @@ int run_niah_cmd(const NiahOptions& o) {
 
 Action add_eval_niah(CLI::App& app) {
   auto o = std::make_shared<NiahOptions>();
-  app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("--data", o->data, "evaluation data folder (holds niah_paulgraham/)")
-      ->envname("SNAPKV_DATA")
-      ->capture_default_str();
-  app.add_option("--lengths", o->lengths, "context lengths in tokens, comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_eval_options(app, *o, "context lengths in tokens, comma-separated",
+                   "folder for niah.jsonl (resumable), niah.md and niah_*.svg");
+  app.get_option("--out")->required();
   app.add_option("--depths", o->depths, "needle depths in percent, comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--capacity", o->capacities, "KV capacities C per KV head (window included), comma-separated")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--presses", o->presses, fmt::format("presses, comma-separated: {}", fmt::join(press_names(), ", ")))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--needle", o->needle, "the needle sentence")->capture_default_str();
   app.add_option("--question", o->question, "the question asked after the document")->capture_default_str();
   app.add_option("--max-tokens", o->max_tokens, "most answer tokens (greedy)")->capture_default_str();
-  app.add_option("--out", o->out, "folder for niah.jsonl (resumable), niah.md and niah_*.svg")->required();
-  app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
-  add_kv_options(app, o->kv);
-  for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
-    app.remove_option(app.get_option(name));
-  }
   return [o] { return run_niah_cmd(*o); };
 }
 

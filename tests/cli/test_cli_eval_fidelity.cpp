@@ -22,17 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The evaluation data: $SNAPKV_DATA, else ../shared/data next to the source tree.
-std::string data_dir() {
-  const char* env = std::getenv("SNAPKV_DATA");
-  const std::string d = env ? env : test::source_dir() + "/../shared/data";
-  EXPECT_TRUE(fs::is_directory(d + "/niah_paulgraham/PaulGrahamEssays"))
-      << d << " has no Paul Graham essays: set SNAPKV_DATA to the evaluation data folder";
-  return d;
-}
-
-std::string common_args() { return fmt::format("-m {} --data {} -t 2", test::default_model_path(), data_dir()); }
-
 TEST(FidelityMetrics, KlTop1AndNllMatchHandComputedValues) {
   // P = softmax(0, ln 2) = (1/3, 2/3); Q = softmax(0, 0) = (1/2, 1/2).
   const double ln2 = std::log(2.0);
@@ -61,7 +50,7 @@ TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
   fs::remove_all(out);
   const test::CliRun r = test::run_cli(fmt::format("eval fidelity {} --lengths 600 --n-eval 32 --capacity 128,1024 "
                                     "--presses full,snapkv,random --out {}",
-                                    common_args(), out.string()));
+                                    test::eval_args(), out.string()));
   ASSERT_EQ(r.status, 0) << r.err;
 
   std::map<std::pair<std::string, int>, nlohmann::json> cell;
@@ -129,7 +118,7 @@ void expect_error(const std::string& args, const std::string& needle) {
 }
 
 TEST(FidelityCli, BadFlagsGiveOneErrorLine) {
-  const std::string a = "eval fidelity " + common_args();
+  const std::string a = "eval fidelity " + test::eval_args();
   expect_error(a + " --presses full,bogus", "unknown press 'bogus'");
   expect_error(a + " --lengths 8100", "context of 8192");
   expect_error(a + " --lengths 2048 --n-eval 0", "positive");
@@ -138,7 +127,7 @@ TEST(FidelityCli, BadFlagsGiveOneErrorLine) {
   expect_error(a + " --kv-gqa per_query_head", "per_query_head");
   expect_error(a + " --kv-press snapkv", "--kv-press");  // the press is what the evaluation varies
   expect_error("eval fidelity -t 2 --data /nonexistent/data -m /nonexistent/model.gguf", "/nonexistent/data");
-  expect_error("eval fidelity -t 2 --data " + data_dir() + " -m /nonexistent/model.gguf", "/nonexistent/model.gguf");
+  expect_error("eval fidelity -t 2 --data " + test::data_dir() + " -m /nonexistent/model.gguf", "/nonexistent/model.gguf");
   expect_error("eval", "subcommand");
 }
 

@@ -19,16 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string data_dir() {
-  const char* env = std::getenv("SNAPKV_DATA");
-  const std::string d = env ? env : test::source_dir() + "/../shared/data";
-  EXPECT_TRUE(fs::is_directory(d + "/niah_paulgraham/PaulGrahamEssays"))
-      << d << " has no Paul Graham essays: set SNAPKV_DATA to the evaluation data folder";
-  return d;
-}
-
-std::string common_args() { return fmt::format("-m {} --data {} -t 2", test::default_model_path(), data_dir()); }
-
 TEST(NiahScoring, Rouge1FMatchesHandComputedValues) {
   EXPECT_EQ(rouge_words("The cat, the CAT!  x2-y"), (std::vector<std::string>{"the", "cat", "the", "cat", "x2", "y"}));
   // ref 6 words, candidate 4; overlap the x2 (ref has two), cat x1: P = 3/4, R = 3/6, F = 0.6.
@@ -49,7 +39,7 @@ TEST(CliEvalNiah, TinyGridWritesJsonlAndResumes) {
   fs::remove_all(out);
   const std::string args = fmt::format(
       "eval niah {} --lengths 600 --depths 0,100 --presses full,snapkv --capacity 128 --max-tokens 8 --out {}",
-      common_args(), out.string());
+      test::eval_args(), out.string());
   const test::CliRun r = test::run_cli(args);
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string first = test::slurp(out / "niah.jsonl");
@@ -95,7 +85,7 @@ TEST(CliEvalNiah, TinyGridWritesJsonlAndResumes) {
 
 TEST(CliEvalNiah, FlagErrorsAreOneLine) {
   const std::string out = (fs::temp_directory_path() / fmt::format("snapkv_niah_err_{}", ::getpid())).string();
-  const std::string base = common_args() + " --out " + out;
+  const std::string base = test::eval_args() + " --out " + out;
   test::expect_cli_error("eval niah " + base + " --presses full,nope", "unknown press 'nope'");
   test::expect_cli_error("eval niah " + base + " --depths 0,101", "depth 101 is outside [0, 100]");
   test::expect_cli_error("eval niah " + base + " --depths=-5", "depth -5 is outside [0, 100]");

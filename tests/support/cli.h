@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "support/paths.h"
+
 namespace snapkv::test {
 
 struct CliRun {
@@ -56,5 +58,8 @@ inline CliRun expect_cli_error(const std::string& args, const std::string& needl
   EXPECT_NE(line.find(needle), std::string::npos) << "expected '" << needle << "' in: " << line;
   return r;
 }
+
+// The flags an `eval` run on the default model and the evaluation data needs.
+inline std::string eval_args() { return fmt::format("-m {} --data {} -t 2", default_model_path(), data_dir()); }
 
 }  // namespace snapkv::test

@@ -23,4 +23,13 @@ inline std::string default_model_path() {
   return p;
 }
 
+// The evaluation data: $SNAPKV_DATA, else ../shared/data next to the source tree.
+inline std::string data_dir() {
+  const char* env = std::getenv("SNAPKV_DATA");
+  const std::string d = env ? env : source_dir() + "/../shared/data";
+  EXPECT_TRUE(std::filesystem::is_directory(d + "/niah_paulgraham/PaulGrahamEssays"))
+      << d << " has no Paul Graham essays: set SNAPKV_DATA to the evaluation data folder";
+  return d;
+}
+
 }  // namespace snapkv::test

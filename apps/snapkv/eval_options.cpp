@@ -1,0 +1,34 @@
+#include "eval_options.h"
+
+#include <fmt/format.h>
+
+#include "snapkv/press.h"
+
+namespace snapkv::cli {
+
+void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_help, const std::string& out_help) {
+  app.add_option("-m,--model", o.model, "GGUF model file")->capture_default_str();
+  app.add_option("--data", o.data, "evaluation data folder (holds niah_paulgraham/)")
+      ->envname("SNAPKV_DATA")
+      ->capture_default_str();
+  app.add_option("--lengths", o.lengths, lengths_help)->delimiter(',')->capture_default_str();
+  app.add_option("--capacity", o.capacities, "KV capacities C per KV head (window included), comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--presses", o.presses, fmt::format("presses, comma-separated: {}", fmt::join(press_names(), ", ")))
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--out", o.out, out_help);
+  app.add_option("-t,--threads", o.threads, "threads")->capture_default_str();
+  add_kv_options(app, o.kv);
+  for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
+    app.remove_option(app.get_option(name));
+  }
+}
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+}
+
+}  // namespace snapkv::cli

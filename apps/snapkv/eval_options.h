@@ -1,0 +1,32 @@
+#pragma once
+// The flags every `snapkv eval` suite shares: model, data folder, prompt lengths, presses and
+// capacities, output folder, threads and the KV options. The press and its budget are what a
+// suite varies, so --kv-press, --kv-capacity, --kv-ratio and --kv-recompress are not offered.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "kv_options.h"
+
+namespace snapkv::cli {
+
+struct EvalOptions {
+  std::string model = kDefaultModel;
+  std::string data = "../shared/data";
+  std::vector<int> lengths;
+  std::vector<int> capacities = {128, 256, 512, 1024};
+  std::vector<std::string> presses;
+  std::string out;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  KvOptions kv;
+};
+
+void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_help, const std::string& out_help);
+
+// "42 s" below a minute, else "3m07s" (progress lines and summaries).
+std::string format_duration(double seconds);
+
+}  // namespace snapkv::cli
