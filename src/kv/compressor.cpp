@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv/press_scores.h"
+
 namespace snapkv {
 
 Compressor::Compressor(const PressConfig& cfg, KvCache& cache, int n_head, ThreadPool& pool)
@@ -28,9 +30,7 @@ void Compressor::layer_done(int il) {
   // Re-compression during generation, once a head grew `recompress` entries past the capacity.
   const PressConfig& c = press_->config();
   if (c.recompress == 0 || press_->needs_observed_attention() || c.ratio > 0) return;
-  int64_t longest = 0;
-  for (const KvHeadView& h : cache_.layer(il)) longest = std::max(longest, h.n);
-  if (longest >= c.capacity + c.recompress) kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)));
+  if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)));
 }
 
 void Compressor::reset() {

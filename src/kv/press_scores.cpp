@@ -7,15 +7,11 @@
 #include "util/error.h"
 
 namespace snapkv {
-namespace {
-
 int64_t longest_head(std::span<const KvHeadView> kv) {
   int64_t n = 0;
   for (const KvHeadView& h : kv) n = std::max(n, h.n);
   return n;
 }
-
-}  // namespace
 
 int64_t layer_capacity(const PressConfig& cfg, std::span<const KvHeadView> kv) {
   if (cfg.ratio <= 0) return cfg.capacity;

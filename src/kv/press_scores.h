@@ -14,6 +14,8 @@ inline constexpr float kKeepAlways = std::numeric_limits<float>::infinity();
 
 using HeadScores = std::vector<std::vector<float>>;  // [stored head][entry]
 
+// Entries of the layer's longest head.
+int64_t longest_head(std::span<const KvHeadView> kv);
 // Entries per KV head a layer keeps: cfg.capacity, or int(n * (1 - ratio)) (at least 1) where n
 // is the layer's longest head.
 int64_t layer_capacity(const PressConfig& cfg, std::span<const KvHeadView> kv);

@@ -30,8 +30,7 @@ class PyramidKvPress final : public Press {
   using Press::Press;
   Selection select(const LayerInput& in) const override {
     if (layer_is_short(cfg_, in.kv)) return {};
-    int64_t n = 0;
-    for (const KvHeadView& h : in.kv) n = std::max(n, h.n);
+    const int64_t n = longest_head(in.kv);
     const int64_t w = std::min<int64_t>(cfg_.window, in.n_window);
     const int64_t keep = pyramid_layer_budget(cfg_, layer_capacity(cfg_, in.kv), n, w, in.layer, in.n_layer);
     return top_k_per_head(snapkv_scores(cfg_, in), keep);
