@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/chat_template.h"
+#include "eval/metrics.h"
 #include "io/tokenizer.h"
 
 namespace snapkv {
@@ -17,17 +18,6 @@ namespace snapkv {
 inline constexpr const char* kNiahNeedle =
     "The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.";
 inline constexpr const char* kNiahQuestion = "What is the best thing to do in San Francisco?";
-
-// Words as rouge_score's default tokenizer makes them: lowercase, every character outside
-// [a-z0-9] becomes a space, split on spaces (no stemming).
-std::vector<std::string> rouge_words(std::string_view text);
-// ROUGE-1 F: F1 of the unigram overlap (multiset) of reference and candidate, in [0, 1]; 0 when
-// either has no word.
-double rouge1_f(std::string_view reference, std::string_view candidate);
-// The share of the needle's content words (its words minus a short list of stop words: a, an,
-// and, the, to, do, in, is, on, of, ...) that appear among the answer's words, in [0, 1]. For
-// the default needle: best, thing, san, francisco, eat, sandwich, sit, dolores, park, sunny, day.
-double needle_word_recall(std::string_view needle, std::string_view answer);
 
 // The prompt of one case, as token ids (the model's BOS rule; template specials parsed).
 struct NiahPrompt {
