@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "eval_options.h"
 #include "eval/fidelity.h"
+#include "eval/suite.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
@@ -226,13 +227,21 @@ Action add_eval_fidelity(CLI::App& app) {
 Action add_eval(CLI::App& app) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Action>> evals;
-  const auto add = [&](const char* name, const char* help, Action (*add_fn)(CLI::App&)) {
-    CLI::App* sub = app.add_subcommand(name, help);
-    evals.emplace_back(sub, add_fn(*sub));
+  CLI::App* fidelity = app.add_subcommand(
+      "fidelity", "next-token KL, top-1 agreement and NLL increase of every press against the full cache");
+  evals.emplace_back(fidelity, add_eval_fidelity(*fidelity));
+  const std::map<std::string, std::string> help = {
+      {"niah", "needle in a haystack (Paul Graham essays): lengths x depths"},
+      {"longeval_lines", "LongEval lines retrieval: LongChat's cases that fit, and generated ones (length x position)"},
+      {"ruler", "RULER synthetic tasks (niah single/multikey/multivalue/multiquery, vt, cwe, fwe), generated"},
+      {"longbench", "LongBench multi_news summaries, ROUGE-L"},
+      {"leval", "L-Eval closed-ended tasks (exam, F1) that fit the context"},
   };
-  add("fidelity", "next-token KL, top-1 agreement and NLL increase of every press against the full cache",
-      add_eval_fidelity);
-  add("niah", "needle in a haystack: lengths x depths, every press and capacity on one prefill per case", add_eval_niah);
+  for (const std::string& name : suite_names()) {
+    CLI::App* sub = app.add_subcommand(
+        name, fmt::format("{}; every press and capacity on one prefill per case", help.count(name) ? help.at(name) : name));
+    evals.emplace_back(sub, add_eval_suite(*sub, name));
+  }
   return [evals] {
     for (const auto& [sub, action] : evals) {
       if (sub->parsed()) return action();

@@ -42,9 +42,10 @@ struct SuiteParams {
   int limit = 0;                        // cases per (task, length) at most; 0: all
   uint64_t seed = 42;                   // generated suites draw everything from it
   int n_ctx = 0;                        // the model's context: prompt plus answer must fit
-  // niah only
+  // niah: needle depths; longeval_lines: answer positions (percent); empty: the suite's
   std::vector<int> depths;
-  std::string needle, question;
+  // niah only; empty: the suite's defaults
+  std::string needle, question, needle_answer;
 };
 
 // The number of tokens of a case's prompt as the runner renders it, answer tokens excluded.

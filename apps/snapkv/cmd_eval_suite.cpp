@@ -1,0 +1,309 @@
+// snapkv eval SUITE (niah, longeval_lines, ruler, longbench, leval): every case is rendered,
+// prefilled once with the full cache (recording what every press needs), then answered greedily
+// with every press at every capacity on pressed copies of that cache. One line per case x press
+// x capacity goes to <out>/<suite>.jsonl (resumable: lines already there are skipped, and a case
+// whose input changed is an error); <suite>.md and the SVG plots are rewritten at the end.
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "commands.h"
+#include "engine/chat_template.h"
+#include "engine/session.h"
+#include "eval/eval_prompt.h"
+#include "eval/fidelity.h"
+#include "eval/recorded_prefill.h"
+#include "eval/suite.h"
+#include "eval_options.h"
+#include "eval_report.h"
+#include "io/gguf.h"
+#include "io/tokenizer.h"
+#include "kv/press.h"
+#include "kv_options.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace snapkv::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SuiteOptions : EvalOptions {
+  SuiteOptions() { presses = {"full", "snapkv", "pyramidkv", "ada_kv", "streaming_llm", "h2o"}; }
+  std::string suite;
+  std::vector<std::string> tasks;
+  int limit = 0;
+  int max_tokens = 0;  // 0: each case's own
+  uint64_t seed = 42;
+  std::vector<int> depths;
+  std::string needle, question, needle_answer;
+  bool question_first = false, question_agnostic = false;
+
+  QuestionPlacement placement() const {
+    return question_first ? QuestionPlacement::kFirst
+                          : question_agnostic ? QuestionPlacement::kAgnostic : QuestionPlacement::kEnd;
+  }
+};
+
+void check_flags(const SuiteOptions& o) {
+  const auto bad = [](const std::string& msg) { fail(ErrorKind::kInvalidArgument, "{}", msg); };
+  if (o.out.empty()) bad(fmt::format("--out is required (the folder for {}.jsonl)", o.suite));
+  if (o.presses.empty()) bad("the list of presses (--presses) is empty");
+  if (o.capacities.empty()) bad("the list of capacities (--capacity) is empty");
+  if (o.threads < 1 || o.threads > 512) bad("-t must be between 1 and 512");
+  if (o.limit < 0) bad(fmt::format("--limit must be 0 (all) or positive, got {}", o.limit));
+  if (o.max_tokens < 0) bad(fmt::format("--max-tokens must be 0 (the suite's) or positive, got {}", o.max_tokens));
+  if (o.question_first && o.question_agnostic) bad("--question-first and --question-agnostic exclude each other");
+  // Presses and capacities: the fidelity evaluation's checks (names, duplicates, press options).
+  FidelityParams fp;
+  fp.lengths = {1};
+  fp.n_eval = 1;
+  fp.presses = o.presses;
+  fp.capacities = o.capacities;
+  const SessionOptions so = o.kv.session_options();
+  fp.kv_type = so.kv_type;
+  fp.base = so.press;
+  if (const std::string err = fp.validate(); !err.empty()) bad(err);
+}
+
+std::string cell_key(const std::string& case_id, const std::string& press, int capacity) {
+  return fmt::format("{}|{}|{}", case_id, press, capacity);
+}
+
+// Lines already in <suite>.jsonl for this placement, and the input hash of each case there.
+struct Done {
+  std::vector<nlohmann::json> rows;
+  std::set<std::string> cells;
+  std::map<std::string, std::string> hashes;
+};
+Done read_done(const fs::path& path, const std::string& placement) {
+  Done d;
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.contains("case") || !j.contains("press") || !j.contains("capacity") ||
+        !j.contains("input_hash") || !j.contains("placement") || !j.contains("score")) {
+      fail(ErrorKind::kBadFile, "{}:{}: not a result line of snapkv eval", path.string(), n);
+    }
+    if (j["placement"] != placement) continue;
+    const std::string id = j["case"].get<std::string>();
+    d.cells.insert(cell_key(id, j["press"].get<std::string>(), j["capacity"].get<int>()));
+    d.hashes[id] = j["input_hash"].get<std::string>();
+    d.rows.push_back(std::move(j));
+  }
+  return d;
+}
+
+// Greedy answer: stops at an end-of-generation token, after max_tokens, or (stop_at_newline) at
+// a newline once the answer has text. Returns the answer without surrounding whitespace.
+std::string answer_greedily(Session& session, const Tokenizer& tokenizer, const EvalCase& c) {
+  std::vector<int32_t> out;
+  std::string text;
+  for (int i = 0; i < c.max_tokens; ++i) {
+    const std::span<const float> lg = session.logits();
+    const auto tok = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+    if (tokenizer.is_eog(tok)) break;
+    if (c.stop_at_newline && text.find_first_not_of(" \t\r\n") != std::string::npos &&
+        tokenizer.token_piece(tok).find('\n') != std::string::npos) {
+      break;
+    }
+    out.push_back(tok);
+    text = tokenizer.decode(out);
+    if (i + 1 < c.max_tokens) session.decode(tok);
+  }
+  const size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : text.substr(b, e - b + 1);
+}
+
+int run_suite_cmd(const SuiteOptions& o) {
+  check_flags(o);
+  Timer wall;
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  const fs::path jsonl_path = fs::path(o.out) / (o.suite + ".jsonl");
+  const std::string placement = placement_name(o.placement());
+  Done done = read_done(jsonl_path, placement);
+  std::ofstream jsonl(jsonl_path, std::ios::app);
+  if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write {}.jsonl there (--out)", o.out, o.suite);
+
+  const auto file = GgufFile::open(o.model);
+  const auto model = load_model(*file);
+  const auto tokenizer = Tokenizer::from_gguf(*file);
+  const ModelHparams& hp = model->hparams();
+  const ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
+  const SessionOptions so = o.kv.session_options();
+
+  SuiteParams sp;
+  sp.data = o.data;
+  sp.lengths = o.lengths;
+  sp.tasks = o.tasks;
+  sp.limit = o.limit;
+  sp.seed = o.seed;
+  sp.n_ctx = hp.n_ctx_train;
+  sp.depths = o.depths;
+  sp.needle = o.needle;
+  sp.question = o.question;
+  sp.needle_answer = o.needle_answer;
+  const std::unique_ptr<Suite> suite = make_suite(o.suite, sp);
+  const auto render = [&](const EvalCase& c) { return render_eval_prompt(*tokenizer, tmpl, c, o.placement()); };
+  Timer build_t;
+  std::vector<EvalCase> cases =
+      suite->cases(*tokenizer, [&](const EvalCase& c) { return static_cast<int64_t>(render(c).ids.size()); });
+  for (EvalCase& c : cases) c.max_tokens = o.max_tokens > 0 ? o.max_tokens : c.max_tokens;
+  if (cases.empty()) fail(ErrorKind::kInvalidArgument, "no {} case fits the model's context of {}", o.suite, hp.n_ctx_train);
+
+  // One prefill records what every press needs: the widest window, observed attention for h2o.
+  int64_t window = 1;
+  bool observed = false;
+  std::map<std::pair<std::string, int>, std::unique_ptr<Press>> presses;
+  for (const std::string& p : o.presses) {
+    if (p == "full") continue;
+    for (int c : o.capacities) {
+      PressConfig pc = so.press;
+      pc.press = p;
+      pc.capacity = c;
+      pc.ratio = 0;
+      pc.recompress = 0;
+      auto press = make_press(pc);
+      window = std::max<int64_t>(window, press->window());
+      observed |= press->needs_observed_attention();
+      presses[{p, c}] = std::move(press);
+    }
+  }
+  int cells_total = 0, cells_todo = 0;
+  std::set<std::string> ids;
+  for (const EvalCase& c : cases) {
+    if (!ids.insert(c.id).second) fail(ErrorKind::kInternal, "{}: two cases are named {}", o.suite, c.id);
+    for (const std::string& p : o.presses) {
+      for (int cap : capacities_of(p, o.capacities)) {
+        ++cells_total;
+        cells_todo += done.cells.count(cell_key(c.id, p, cap)) ? 0 : 1;
+      }
+    }
+  }
+  fmt::print(stderr, "model: {} ({} layers), {} threads; {}: {} cases built in {}, {}; {} results, {} already in {}\n",
+             hp.name, hp.n_layer, o.threads, o.suite, cases.size(), format_duration(build_t.seconds()), placement,
+             cells_total, cells_total - cells_todo, jsonl_path.string());
+
+  ThreadPool pool(o.threads);
+  SessionOptions full_opts;
+  full_opts.kv_type = so.kv_type;
+  int cells_done = 0;
+  Timer run_t;
+  const auto progress = [&](const std::string& what) {
+    const double el = run_t.seconds();
+    const double eta = cells_done ? el / cells_done * (cells_todo - cells_done) : 0;
+    const int width = 30, fill = cells_todo ? width * cells_done / cells_todo : width;
+    fmt::print(stderr, "\r[{}{}] {}/{} {} elapsed {} ETA {}   ", std::string(static_cast<size_t>(fill), '#'),
+               std::string(static_cast<size_t>(width - fill), '.'), cells_done, cells_todo, what, format_duration(el),
+               cells_done ? format_duration(eta) : "?");
+  };
+  for (const EvalCase& c : cases) {
+    bool any = false;
+    for (const std::string& p : o.presses) {
+      for (int cap : capacities_of(p, o.capacities)) any |= !done.cells.count(cell_key(c.id, p, cap));
+    }
+    const EvalPrompt prompt = render(c);
+    const std::string hash = fnv1a_hex(prompt.ids);
+    if (const auto it = done.hashes.find(c.id); it != done.hashes.end() && it->second != hash) {
+      fail(ErrorKind::kInvalidArgument,
+           "{}: case {} was run on a different input (hash {}, now {}): other data, model, seed or options; use "
+           "another --out",
+           jsonl_path.string(), c.id, it->second, hash);
+    }
+    if (!any) continue;
+    if (static_cast<int>(prompt.ids.size()) + c.max_tokens > hp.n_ctx_train) {
+      fail(ErrorKind::kOutOfRange, "case {}: {} prompt tokens and {} answer tokens exceed the context of {}", c.id,
+           prompt.ids.size(), c.max_tokens, hp.n_ctx_train);
+    }
+    progress(c.id + " prefill");
+    const std::span<const int32_t> all(prompt.ids);
+    const std::span<const int32_t> before = all.first(prompt.split), after = all.subspan(prompt.split);
+    Timer pt;
+    const RecordedPrefill rec(*model, before, so.kv_type, window, observed, pool);
+    const double prefill_s = pt.seconds();
+    for (const std::string& p : o.presses) {
+      for (int cap : capacities_of(p, o.capacities)) {
+        if (done.cells.count(cell_key(c.id, p, cap))) continue;
+        progress(fmt::format("{} {} C={}", c.id, p, cap));
+        Timer dt;
+        Session session(*model, static_cast<int>(prompt.ids.size()) + c.max_tokens, pool, full_opts);
+        session.adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), before, rec.last_logits());
+        if (!after.empty()) session.prefill(after, {}, /*compress=*/false);
+        const size_t kept = session.kv().bytes(), full = session.kv_full_bytes();
+        const std::string answer = answer_greedily(session, *tokenizer, c);
+        nlohmann::json j = {{"case", c.id},          {"input_hash", hash},   {"placement", placement},
+                            {"press", p},            {"capacity", cap},      {"prompt_tokens", prompt.ids.size()},
+                            {"answer", answer},      {"prefill_s", prefill_s}, {"decode_s", dt.seconds()},
+                            {"kv_bytes_kept", kept}, {"kv_bytes_full", full}, {"model", hp.name},
+                            {"kv_type", kv_type_name(so.kv_type)}, {"seed", o.seed}};
+        j.update(c.meta);
+        j.update(suite->score(c, answer));
+        jsonl << j.dump() << "\n" << std::flush;
+        if (!jsonl) fail(ErrorKind::kBadFile, "{}: writing failed", jsonl_path.string());
+        done.rows.push_back(std::move(j));
+        ++cells_done;
+      }
+    }
+  }
+  progress("");
+  fmt::print(stderr, "\n");
+  std::vector<nlohmann::json> rows;
+  for (nlohmann::json& r : done.rows) {
+    if (ids.count(r["case"].get<std::string>())) rows.push_back(std::move(r));
+  }
+  EvalReport report{o.suite, hp.name, suite->score_name(), placement, suite->score_max(), suite->heatmap(),
+                    o.presses, o.capacities, o.out};
+  fmt::print("{}", write_eval_report(report, rows));
+  std::fflush(stdout);
+  fmt::print(stderr, "done: {} results run, {} skipped, in {} (wall, model load included); results in {}\n", cells_done,
+             cells_total - cells_todo, format_duration(wall.seconds()), o.out);
+  return 0;
+}
+
+}  // namespace
+
+Action add_eval_suite(CLI::App& app, const std::string& suite) {
+  auto o = std::make_shared<SuiteOptions>();
+  o->suite = suite;
+  add_eval_options(app, *o, "prompt lengths in tokens (answer included), comma-separated; default: the suite's",
+                   fmt::format("folder for {0}.jsonl (resumable), {0}.md and {0}_*.svg", suite));
+  app.get_option("--out")->required();
+  app.add_option("--tasks", o->tasks, "the suite's tasks, comma-separated; default: all")->delimiter(',');
+  app.add_option("--limit", o->limit, "cases per task and length at most; 0: all")->capture_default_str();
+  app.add_option("--seed", o->seed, "seed of generated cases")->capture_default_str();
+  app.add_option("--max-tokens", o->max_tokens, "answer tokens at most (greedy); 0: the suite's")
+      ->capture_default_str();
+  app.add_flag("--question-first", o->question_first, "put the question before the context (paper Fig. 5)");
+  app.add_flag("--question-agnostic", o->question_agnostic,
+               "compress the context before the question is prefilled (the window is the context's tail)");
+  if (suite == "niah" || suite == "longeval_lines") {
+    app.add_option(suite == "niah" ? "--depths" : "--positions", o->depths,
+                   suite == "niah" ? "needle depths in percent, comma-separated; default 0,25,50,75,100"
+                                   : "answer positions of generated cases in percent; default 0,25,50,75,100")
+        ->delimiter(',');
+  }
+  if (suite == "niah") {
+    app.add_option("--needle", o->needle, "the needle sentence; default the San Francisco one");
+    app.add_option("--question", o->question, "the question about the needle");
+    app.add_option("--needle-answer", o->needle_answer,
+                   "the phrase whose presence in the answer scores 'substring' (default: the needle's key phrase, or "
+                   "the whole --needle)");
+  }
+  return [o] { return run_suite_cmd(*o); };
+}
+
+}  // namespace snapkv::cli

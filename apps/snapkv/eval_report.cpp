@@ -1,0 +1,226 @@
+#include "eval_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "util/error.h"
+
+namespace snapkv::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Mean {
+  double sum = 0;
+  int n = 0;
+  void add(double v) { sum += v, ++n; }
+  double value() const { return n ? sum / n : 0; }
+};
+
+std::string label(const std::string& press, int c) { return c == 0 ? press : fmt::format("{} C={}", press, c); }
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  if (!f) fail(ErrorKind::kBadFile, "{}: writing failed", path.string());
+}
+
+// Red (0) through yellow to green (score_max).
+std::string heat_colour(double t) {
+  t = std::clamp(t, 0.0, 1.0);
+  const int r = t < 0.5 ? 220 : static_cast<int>(220 - (t - 0.5) * 2 * 180);
+  const int g = t < 0.5 ? static_cast<int>(60 + t * 2 * 160) : 220 - static_cast<int>((t - 0.5) * 2 * 40);
+  return fmt::format("#{:02x}{:02x}{:02x}", r, g, 60);
+}
+
+using Grid = std::map<std::pair<int, int>, Mean>;  // (column, row) -> mean score
+
+std::string heatmap_svg(const std::string& title, const std::string& axes, const std::vector<int>& cols,
+                        const std::vector<int>& rows, const Grid& grid, double score_max) {
+  const int cw = 64, ch = 28, left = 70, top = 40;
+  const int w = left + cw * static_cast<int>(cols.size()) + 10, h = top + ch * static_cast<int>(rows.size()) + 30;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"4\" y=\"16\" font-size=\"13\">{}</text>\n<text x=\"4\" y=\"32\">{}</text>\n",
+      std::max(w, 360), h, title, axes);
+  for (size_t i = 0; i < cols.size(); ++i) {
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + cw * i + cw / 2,
+                     top + ch * rows.size() + 18, cols[i]);
+  }
+  for (size_t j = 0; j < rows.size(); ++j) {
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, top + ch * j + ch / 2 + 4,
+                     rows[j]);
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const auto it = grid.find({cols[i], rows[j]});
+      const bool have = it != grid.end();
+      s += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"white\"/>"
+          "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+          left + cw * i, top + ch * j, cw, ch, have ? heat_colour(it->second.value() / score_max) : "#dddddd",
+          left + cw * i + cw / 2, top + ch * j + ch / 2 + 4, have ? fmt::format("{:.1f}", it->second.value()) : "-");
+    }
+  }
+  return s + "</svg>\n";
+}
+
+// Mean score against capacity, one line per press; presses without a capacity as dashed levels.
+std::string budget_svg(const EvalReport& r, const std::map<std::string, Mean>& means) {
+  const int w = 560, h = 340, left = 60, right = 150, top = 36, bottom = 44;
+  const int pw = w - left - right, ph = h - top - bottom;
+  const size_t nc = r.capacities.size();
+  const auto x = [&](size_t i) { return left + (nc <= 1 ? pw / 2 : static_cast<int>(pw * i / (nc - 1))); };
+  const auto y = [&](double v) { return top + ph - static_cast<int>(ph * std::clamp(v / r.score_max, 0.0, 1.0)); };
+  static const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                   "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"18\" font-size=\"13\">{} {} ({}): {} vs KV capacity per head</text>\n",
+      w, h, left, r.suite, r.model, r.placement, r.score_name);
+  for (int k = 0; k <= 4; ++k) {
+    const double v = r.score_max * k / 4;
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e0e0e0\"/><text x=\"{}\" y=\"{}\" "
+        "text-anchor=\"end\">{:g}</text>\n",
+        left, y(v), left + pw, y(v), left - 6, y(v) + 4, v);
+  }
+  for (size_t i = 0; i < nc; ++i) {
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(i), top + ph + 18,
+                     r.capacities[i]);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">capacity C (entries per KV head)</text>\n",
+                   left + pw / 2, h - 6);
+  for (size_t p = 0; p < r.presses.size(); ++p) {
+    const std::string& press = r.presses[p];
+    const std::string colour = kColours[p % std::size(kColours)];
+    const int ly = top + 14 + 18 * static_cast<int>(p);
+    std::string points;
+    if (press == "full") {
+      const auto it = means.find(label(press, 0));
+      if (it == means.end()) continue;
+      s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-dasharray=\"6 4\"/>\n", left,
+                       y(it->second.value()), left + pw, y(it->second.value()), colour);
+    } else {
+      for (size_t i = 0; i < nc; ++i) {
+        const auto it = means.find(label(press, r.capacities[i]));
+        if (it == means.end()) continue;
+        points += fmt::format("{},{} ", x(i), y(it->second.value()));
+        s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", x(i), y(it->second.value()), colour);
+      }
+      s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, colour);
+    }
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{}\" "
+        "y=\"{}\">{}</text>\n",
+        w - right + 12, ly, w - right + 36, ly, colour, press == "full" ? " stroke-dasharray=\"6 4\"" : "",
+        w - right + 42, ly + 4, press);
+  }
+  return s + "</svg>\n";
+}
+
+}  // namespace
+
+std::vector<int> capacities_of(const std::string& press, const std::vector<int>& capacities) {
+  return press == "full" ? std::vector<int>{0} : capacities;
+}
+
+std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::json>& rows) {
+  std::map<std::string, Mean> means, kv_kept, decode_s;    // "press C=.." -> ...
+  std::map<std::string, std::map<std::string, Mean>> by_task;  // label -> task -> mean
+  std::map<std::string, Grid> grids;                        // label -> heatmap
+  std::set<std::string> tasks;
+  std::set<int> cols, grid_rows;
+  std::set<std::string> cases;
+  for (const nlohmann::json& row : rows) {
+    const std::string l = label(row["press"].get<std::string>(), row["capacity"].get<int>());
+    const double score = row["score"].get<double>();
+    cases.insert(row["case"].get<std::string>());
+    means[l].add(score);
+    kv_kept[l].add(row["kv_bytes_kept"].get<double>() / row["kv_bytes_full"].get<double>());
+    decode_s[l].add(row["decode_s"].get<double>());
+    const std::string task = row.value("task", "");
+    tasks.insert(task);
+    by_task[l][task].add(score);
+    const auto& [ck, rk] = r.heatmap;
+    if (!ck.empty() && row.contains(ck) && row.contains(rk) && row[ck].is_number() && row[rk].is_number()) {
+      const int cv = row[ck].get<int>(), rv = row[rk].get<int>();
+      cols.insert(cv), grid_rows.insert(rv);
+      grids[l][{cv, rv}].add(score);
+    }
+  }
+  const auto full = means.find("full");
+  const auto vs_full = [&](double v) {
+    return full != means.end() && full->second.value() > 0 ? fmt::format("{:.0f} %", 100 * v / full->second.value())
+                                                           : std::string("-");
+  };
+  std::string md = fmt::format(
+      "`snapkv eval {}`, model {}, {}: {} cases; score: {} (best {:g}). C = KV entries kept per KV head; KV kept = "
+      "bytes of the compressed cache over the full one, when decoding starts.\n\n"
+      "| press | C | results | score | vs full | KV kept | decode s/case |\n|---|---:|---:|---:|---:|---:|---:|\n",
+      r.suite, r.model, r.placement, cases.size(), r.score_name, r.score_max);
+  for (const std::string& p : r.presses) {
+    for (int c : capacities_of(p, r.capacities)) {
+      const std::string l = label(p, c);
+      if (!means.count(l)) continue;
+      md += fmt::format("| {} | {} | {} | {:.2f} | {} | {:.1f} % | {:.2f} |\n", p, c ? std::to_string(c) : "-",
+                        means[l].n, means[l].value(), vs_full(means[l].value()), 100 * kv_kept[l].value(),
+                        decode_s[l].value());
+    }
+  }
+  if (tasks.size() > 1) {
+    md += "\n### Score per task\n\n| press | C |";
+    for (const std::string& t : tasks) md += fmt::format(" {} |", t);
+    md += "\n|---|---:|";
+    for (size_t i = 0; i < tasks.size(); ++i) md += "---:|";
+    md += "\n";
+    for (const std::string& p : r.presses) {
+      for (int c : capacities_of(p, r.capacities)) {
+        const std::string l = label(p, c);
+        if (!by_task.count(l)) continue;
+        md += fmt::format("| {} | {} |", p, c ? std::to_string(c) : "-");
+        for (const std::string& t : tasks) {
+          const auto it = by_task[l].find(t);
+          md += it == by_task[l].end() ? " - |" : fmt::format(" {:.1f} |", it->second.value());
+        }
+        md += "\n";
+      }
+    }
+  }
+  const std::vector<int> col_v(cols.begin(), cols.end()), row_v(grid_rows.begin(), grid_rows.end());
+  for (const std::string& p : r.presses) {
+    for (int c : capacities_of(p, r.capacities)) {
+      const std::string l = label(p, c);
+      if (!grids.count(l)) continue;
+      const Grid& g = grids[l];
+      md += fmt::format("\n### {} (rows {}, columns {})\n\n| {} |", l, r.heatmap.second, r.heatmap.first,
+                        r.heatmap.second);
+      for (int cv : col_v) md += fmt::format(" {} |", cv);
+      md += "\n|---:|";
+      for (size_t i = 0; i < col_v.size(); ++i) md += "---:|";
+      md += "\n";
+      for (int rv : row_v) {
+        md += fmt::format("| {} |", rv);
+        for (int cv : col_v) {
+          const auto it = g.find({cv, rv});
+          md += it == g.end() ? " - |" : fmt::format(" {:.1f} |", it->second.value());
+        }
+        md += "\n";
+      }
+      const std::string svg = c ? fmt::format("{}_{}_{}.svg", r.suite, p, c) : fmt::format("{}_{}.svg", r.suite, p);
+      write_file(fs::path(r.out) / svg,
+                 heatmap_svg(fmt::format("{} {} - {} ({})", r.suite, r.model, l, r.score_name),
+                             fmt::format("{} \\ {}", r.heatmap.second, r.heatmap.first), col_v, row_v, g, r.score_max));
+    }
+  }
+  write_file(fs::path(r.out) / (r.suite + "_budget.svg"), budget_svg(r, means));
+  write_file(fs::path(r.out) / (r.suite + ".md"), md);
+  return md;
+}
+
+}  // namespace snapkv::cli

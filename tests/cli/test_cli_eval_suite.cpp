@@ -1,0 +1,131 @@
+// snapkv eval SUITE through the real binary, tiny: niah (one 600-token length, two depths, full
+// and snapkv at C=128, 8 answer tokens) with its files and resumability, question placements,
+// a changed input detected on resume, and flag errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "support/cli.h"
+#include "support/paths.h"
+
+namespace snapkv {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<nlohmann::json> lines_of(const fs::path& path) {
+  std::istringstream in(test::slurp(path));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("snapkv_{}_{}", name, ::getpid());
+  fs::remove_all(out);
+  return out;
+}
+
+TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
+  const fs::path out = fresh_dir("niah");
+  const std::string args = fmt::format(
+      "eval niah {} --lengths 600 --depths 0,100 --presses full,snapkv --capacity 128 --max-tokens 8 --out {}",
+      test::eval_args(), out.string());
+  const test::CliRun r = test::run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string first = test::slurp(out / "niah.jsonl");
+  std::set<std::string> cells;
+  for (const nlohmann::json& j : lines_of(out / "niah.jsonl")) {
+    for (const char* key : {"case", "length", "depth", "input_hash", "placement", "press", "capacity", "answer",
+                            "score", "needle_recall", "substring", "prefill_s", "decode_s", "kv_bytes_kept",
+                            "kv_bytes_full", "prompt_tokens"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " missing in " << j.dump();
+    }
+    EXPECT_EQ(j["length"], 600);
+    EXPECT_EQ(j["placement"], "question-last");
+    EXPECT_GE(j["score"].get<double>(), 0.0);
+    EXPECT_LE(j["score"].get<double>(), 10.0);
+    EXPECT_EQ(j["input_hash"].get<std::string>().size(), 16u);
+    EXPECT_LE(j["prompt_tokens"].get<int>(), 600);
+    if (j["press"] == "full") {
+      EXPECT_EQ(j["capacity"], 0);
+      EXPECT_EQ(j["kv_bytes_kept"], j["kv_bytes_full"]);
+    } else {
+      EXPECT_EQ(j["capacity"], 128);
+      EXPECT_LT(j["kv_bytes_kept"].get<double>(), j["kv_bytes_full"].get<double>());
+    }
+    cells.insert(fmt::format("{}|{}|{}", j["case"].get<std::string>(), j["press"].get<std::string>(),
+                             j["capacity"].get<int>()));
+  }
+  EXPECT_EQ(cells.size(), 4u);  // 2 depths x (full once + snapkv at one capacity), no line twice
+  EXPECT_TRUE(cells.count("L600_d0|full|0") && cells.count("L600_d100|snapkv|128"));
+  for (const char* f : {"niah.md", "niah_full.svg", "niah_snapkv_128.svg", "niah_budget.svg"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+  EXPECT_NE(test::slurp(out / "niah.md").find("| snapkv | 128 | 2 |"), std::string::npos);
+  EXPECT_NE(test::slurp(out / "niah_budget.svg").find("<polyline"), std::string::npos);
+
+  // The same run again skips every cell: the file is unchanged.
+  const test::CliRun again = test::run_cli(args);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.err.find("4 already in"), std::string::npos) << again.err;
+  EXPECT_EQ(test::slurp(out / "niah.jsonl"), first);
+
+  // Another needle changes every input: resuming into the same folder is refused.
+  test::expect_cli_error(args + " --needle 'The password is swordfish.'", "was run on a different input");
+  fs::remove_all(out);
+}
+
+TEST(CliEvalSuite, QuestionPlacementsAreSeparateResults) {
+  const fs::path out = fresh_dir("placement");
+  const std::string args = fmt::format(
+      "eval longeval_lines {} --tasks generated --lengths 700 --positions 50 --presses full,snapkv --capacity 128 "
+      "--max-tokens 6 --out {}",
+      test::eval_args(), out.string());
+  std::map<std::string, std::string> hash;
+  for (const char* flag : {"", " --question-first", " --question-agnostic"}) {
+    const test::CliRun r = test::run_cli(args + flag);
+    ASSERT_EQ(r.status, 0) << flag << r.err;
+  }
+  const std::vector<nlohmann::json> rows = lines_of(out / "longeval_lines.jsonl");
+  ASSERT_EQ(rows.size(), 6u);  // 3 placements x (full + snapkv)
+  for (const nlohmann::json& j : rows) {
+    EXPECT_EQ(j["case"], "generated/L700/p50");
+    EXPECT_TRUE(j["score"] == 0 || j["score"] == 100);
+    hash[j["placement"].get<std::string>()] = j["input_hash"].get<std::string>();
+    if (j["press"] == "snapkv" && j["placement"] == "question-agnostic") {
+      // The question's tokens are added after compression: more than 128 entries per head.
+      EXPECT_LT(j["kv_bytes_kept"].get<double>(), j["kv_bytes_full"].get<double>() / 3);
+    }
+  }
+  ASSERT_EQ(hash.size(), 3u);
+  EXPECT_NE(hash["question-last"], hash["question-first"]);
+  EXPECT_TRUE(fs::exists(out / "longeval_lines_budget.svg"));
+  EXPECT_TRUE(fs::exists(out / "longeval_lines_snapkv_128.svg"));
+  fs::remove_all(out);
+}
+
+TEST(CliEvalSuite, FlagErrorsAreOneLine) {
+  const std::string out = fresh_dir("eval_err").string();
+  const std::string base = test::eval_args() + " --out " + out;
+  test::expect_cli_error("eval niah " + base + " --presses full,nope", "unknown press 'nope'");
+  test::expect_cli_error("eval niah " + base + " --depths 0,101", "depth 101 is outside [0, 100]");
+  test::expect_cli_error("eval niah " + base + " --depths=-5", "depth -5 is outside [0, 100]");
+  test::expect_cli_error("eval niah " + base + " --lengths 1000000", "exceeds the model's context");
+  test::expect_cli_error("eval niah " + base + " --lengths ''", "length 0 is too short");
+  test::expect_cli_error("eval niah " + base + " --max-tokens=-1", "--max-tokens must be 0");
+  test::expect_cli_error("eval niah " + base + " --limit=-2", "--limit must be 0");
+  test::expect_cli_error("eval niah " + base + " --tasks x", "niah has no tasks");
+  test::expect_cli_error("eval longeval_lines " + base + " --tasks nope", "unknown longeval_lines task 'nope'");
+  test::expect_cli_error("eval niah " + base + " --question-first --question-agnostic", "exclude each other");
+  test::expect_cli_error("eval niah " + test::eval_args(), "--out");
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace snapkv
