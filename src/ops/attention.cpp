@@ -152,25 +152,37 @@ void ScoresTransposed(const float* q, const float* kt, int d, float* s) {
 }
 
 // Turns raw scores into unnormalized probabilities for one row and updates its running max and
-// sum; returns the factor by which the row's accumulator must be rescaled.
+// sum; returns the factor by which the row's accumulator must be rescaled. Blocks whose keys are
+// all visible to the row (most of them) are scaled and maxed with vectors; only the block on the
+// causal diagonal is masked key by key.
 float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, float scale, float& m, float& l) {
+  const DF df;
+  const int n = static_cast<int>(hn::Lanes(df));
   float block_max = kNegInf;
-  for (int j = 0; j < nb; ++j) {
+  int j = 0;
+  if (pos[nb - 1] <= qp) {
+    const VF vs = hn::Set(df, scale);
+    VF vmax = hn::Set(df, kNegInf);
+    for (; j + n <= nb; j += n) {
+      const VF x = hn::Mul(hn::LoadU(df, s + j), vs);
+      hn::StoreU(x, df, s + j);
+      vmax = hn::Max(vmax, x);
+    }
+    block_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  }
+  for (; j < nb; ++j) {
     s[j] = pos[j] > qp ? kNegInf : s[j] * scale;
     block_max = std::max(block_max, s[j]);
   }
   if (block_max == kNegInf) {
-    for (int j = 0; j < nb; ++j) s[j] = 0.0f;
+    for (j = 0; j < nb; ++j) s[j] = 0.0f;
     return 1.0f;
   }
   const float m_new = std::max(m, block_max);
   const float correction = m == kNegInf ? 0.0f : std::exp(m - m_new);
-  const DF df;
-  const int n = static_cast<int>(hn::Lanes(df));
   const VF vm = hn::Set(df, m_new);
   VF vsum = hn::Zero(df);
-  int j = 0;
-  for (; j + n <= nb; j += n) {
+  for (j = 0; j + n <= nb; j += n) {
     // exp(-inf) is 0, so masked keys drop out.
     const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm));
     hn::StoreU(e, df, s + j);
@@ -253,9 +265,20 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
           SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[t], l[t]);
           continue;
         }
-        const float inv = 1.0f / l[t];
-        for (int j = 0; j < nb; ++j) {
-          if (kv.pos[j0 + j] <= q_pos[t]) col[j0 + j] += std::exp(s[j] * scale - m[t]) * inv;
+        // p = exp(s * scale - m) / l, with masked keys at p = 0.
+        const DF df;
+        const int n = static_cast<int>(hn::Lanes(df));
+        const VF vs = hn::Set(df, scale), vm = hn::Set(df, m[t]), vinv = hn::Set(df, 1.0f / l[t]);
+        const int32_t* pos = kv.pos + j0;
+        int j = 0;
+        if (pos[nb - 1] <= q_pos[t]) {
+          for (; j + n <= nb; j += n) {
+            const VF p = hn::Mul(hn::Exp(df, hn::MulSub(hn::LoadU(df, s + j), vs, vm)), vinv);
+            hn::StoreU(hn::Add(hn::LoadU(df, col + j0 + j), p), df, col + j0 + j);
+          }
+        }
+        for (; j < nb; ++j) {
+          if (pos[j] <= q_pos[t]) col[j0 + j] += std::exp(s[j] * scale - m[t]) / l[t];
         }
       }
     }

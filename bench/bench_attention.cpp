@@ -1,0 +1,108 @@
+// Attention micro-benchmarks at the default model's shapes (9 query heads, 3 KV heads, head
+// size 64), f16 KV: prefill (a causal chunk of 512 queries at the end of a context of n keys),
+// decode (one query over n keys) and the observed-attention column sums of a 512-query chunk.
+// Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
+// multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
+//
+//   snapkv_bench --benchmark_filter='Attention'
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/fp16.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+namespace {
+
+constexpr int kHeads = 9, kKvHeads = 3, kDim = 64;
+
+struct Fixture {
+  std::vector<uint16_t> k, v;  // per KV head [n][d]
+  std::vector<int32_t> pos;
+  std::vector<KvHeadView> views;
+  explicit Fixture(int64_t n) : k(static_cast<size_t>(kKvHeads * n * kDim)), v(k.size()), pos(static_cast<size_t>(n)) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (auto& x : k) x = f32_to_fp16(g(rng));
+    for (auto& x : v) x = f32_to_fp16(g(rng));
+    for (int64_t j = 0; j < n; ++j) pos[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+    for (int h = 0; h < kKvHeads; ++h) {
+      const size_t off = static_cast<size_t>(h * n * kDim);
+      views.push_back({n, k.data() + off, v.data() + off, pos.data(), KvType::kF16});
+    }
+  }
+};
+
+std::vector<float> queries(int64_t n_tok) {
+  std::vector<float> q(static_cast<size_t>(n_tok * kHeads * kDim));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (auto& x : q) x = g(rng);
+  return q;
+}
+
+// Pairs (query, visible key) of n_tok queries at the end of n keys, causal.
+double pairs(int64_t n, int64_t n_tok) {
+  return static_cast<double>(n_tok) * static_cast<double>(n - n_tok) +
+         static_cast<double>(n_tok) * static_cast<double>(n_tok + 1) / 2;
+}
+
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t n = state.range(0), n_tok = 512;
+  const int threads = static_cast<int>(state.range(1));
+  const Fixture f(n);
+  const std::vector<float> q = queries(n_tok);
+  const std::vector<int32_t> q_pos(f.pos.end() - n_tok, f.pos.end());
+  std::vector<float> out(q.size());
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    attention(q.data(), q_pos.data(), n_tok, kHeads, kDim, f.views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(4.0 * kDim * kHeads * pairs(n, n_tok) * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_AttentionDecode(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Fixture f(n);
+  const std::vector<float> q = queries(1);
+  const int32_t q_pos = static_cast<int32_t>(n - 1);
+  std::vector<float> out(q.size());
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    attention(q.data(), &q_pos, 1, kHeads, kDim, f.views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_AttentionColumnSums(benchmark::State& state) {
+  const int64_t n = state.range(0), n_tok = 512;
+  const int threads = static_cast<int>(state.range(1));
+  const Fixture f(n);
+  const std::vector<float> q = queries(n_tok);
+  const std::vector<int32_t> q_pos(f.pos.end() - n_tok, f.pos.end());
+  std::vector<std::vector<float>> cols(kHeads, std::vector<float>(static_cast<size_t>(n)));
+  std::vector<float*> ptrs;
+  for (auto& c : cols) ptrs.push_back(c.data());
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    attention_column_sums(q.data(), q_pos.data(), n_tok, kHeads, kDim, f.views, ptrs, pool);
+    benchmark::DoNotOptimize(ptrs.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(4.0 * kDim * kHeads * pairs(n, n_tok) * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{1024, 4096, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionDecode)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace snapkv
