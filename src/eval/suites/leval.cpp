@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "eval/data_files.h"
 #include "eval/metrics.h"
 #include "eval/suites/suites.h"
 #include "util/error.h"
@@ -180,48 +181,40 @@ class LEvalSuite : public Suite {
   void add_task(const Task& t, const Tokenizer& tokenizer, const PromptTokens& prompt_tokens,
                 std::vector<EvalCase>& out) const {
     const std::filesystem::path path = std::filesystem::path(p_.data) / "leval" / t.folder / (std::string(t.name) + ".jsonl");
-    std::ifstream in(path);
-    if (!in) fail(ErrorKind::kBadFile, "{}: cannot read it (is the data folder right? set --data or SNAPKV_DATA)", path.string());
     const bool f1 = t.kind == Kind::kF1;
-    int kept = 0;
-    std::string line;
-    for (int doc = 0; std::getline(in, line) && (p_.limit == 0 || kept < p_.limit); ++doc) {
-      const std::string where = fmt::format("{}:{}", path.string(), doc + 1);
-      nlohmann::json r;
-      try {
-        r = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        fail(ErrorKind::kBadFile, "{}: not JSON ({})", where, e.what());
-      }
+    int kept = 0, doc = 0;
+    for_each_jsonl(path, [&](const nlohmann::json& r, const std::string& where) {
+      const int d = doc++;
       if (!r.is_object() || !r.contains("input") || !r["input"].is_string() || !r.contains("instructions") ||
           !r["instructions"].is_array() || !r.contains("outputs") || !r["outputs"].is_array() ||
           !r.contains("evaluation") || !r["evaluation"].is_string()) {
         fail(ErrorKind::kBadFile, "{}: not an L-Eval record (input, instructions, outputs, evaluation)", where);
       }
-      if (r["evaluation"].get<std::string>() != (f1 ? "f1" : "exam")) continue;  // LLM / human / rouge records
+      if (r["evaluation"].get<std::string>() != (f1 ? "f1" : "exam")) return true;  // LLM / human / rouge records
       const std::string document = r["input"].get<std::string>();
       // Skip a document that cannot fit whatever the question (a margin for tokens merged across
       // its edges): this saves rendering every question of a long one.
       if (p_.n_ctx > 0) {
         const auto doc_tokens = static_cast<int64_t>(tokenizer.encode(document, false, false).size());
-        if (doc_tokens - 16 + t.max_tokens > p_.n_ctx) continue;
+        if (doc_tokens - 16 + t.max_tokens > p_.n_ctx) return true;
       }
       const nlohmann::json& insts = r["instructions"];
       const nlohmann::json& outs = r["outputs"];
       for (size_t q = 0; q < std::min(insts.size(), outs.size()) && (p_.limit == 0 || kept < p_.limit); ++q) {
         if (!insts[q].is_string() || !outs[q].is_string()) fail(ErrorKind::kBadFile, "{}: instruction {} is not text", where, q);
         EvalCase c;
-        c.id = fmt::format("{}/{}/{}", t.name, doc, q);
+        c.id = fmt::format("{}/{}/{}", t.name, d, q);
         c.max_tokens = t.max_tokens;
         c.references = {outs[q].get<std::string>()};
         fill_prompt(c, t, document, insts[q].get<std::string>(), c.references[0]);
         const int64_t length = prompt_tokens(c);
         if (p_.n_ctx > 0 && length + t.max_tokens > p_.n_ctx) continue;
-        c.meta = {{"task", t.name}, {"length", length}, {"doc", doc}, {"index", static_cast<int64_t>(q)}};
+        c.meta = {{"task", t.name}, {"length", length}, {"doc", d}, {"index", static_cast<int64_t>(q)}};
         out.push_back(std::move(c));
         ++kept;
       }
-    }
+      return p_.limit == 0 || kept < p_.limit;
+    });
   }
 
   SuiteParams p_;

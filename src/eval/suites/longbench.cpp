@@ -16,6 +16,7 @@
 #include <fstream>
 #include <span>
 
+#include "eval/data_files.h"
 #include "eval/metrics.h"
 #include "eval/suites/suites.h"
 #include "util/error.h"
@@ -24,32 +25,6 @@ namespace snapkv {
 namespace {
 
 constexpr const char* kTask = "multi_news";
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kBadFile, "{}: cannot read it (is the data folder right? set --data or SNAPKV_DATA)", path.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kBadFile, "{}: not JSON ({})", path.string(), e.what());
-  }
-}
-
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path, int limit) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kBadFile, "{}: cannot read it (is the data folder right? set --data or SNAPKV_DATA)", path.string());
-  std::vector<nlohmann::json> records;
-  std::string line;
-  for (int n = 1; std::getline(in, line) && (limit == 0 || static_cast<int>(records.size()) < limit); ++n) {
-    if (line.empty()) continue;
-    try {
-      records.push_back(nlohmann::json::parse(line));
-    } catch (const nlohmann::json::exception& e) {
-      fail(ErrorKind::kBadFile, "{}:{}: not JSON ({})", path.string(), n, e.what());
-    }
-  }
-  return records;
-}
 
 // Python's str.format(**record) for the named fields LongBench's prompts use ({context},
 // {input}); "{{" and "}}" are literal braces.
@@ -90,7 +65,7 @@ class LongBenchSuite : public Suite {
     const std::filesystem::path root = std::filesystem::path(p_.data) / "longbench";
     const std::filesystem::path prompt_path = root / "config" / "dataset2prompt.json";
     const std::filesystem::path maxlen_path = root / "config" / "dataset2maxlen.json";
-    const nlohmann::json prompts = read_json(prompt_path), maxlens = read_json(maxlen_path);
+    const nlohmann::json prompts = read_json_file(prompt_path), maxlens = read_json_file(maxlen_path);
     if (!prompts.contains(kTask) || !prompts[kTask].is_string()) {
       fail(ErrorKind::kBadFile, "{}: no prompt for {}", prompt_path.string(), kTask);
     }
@@ -111,11 +86,9 @@ class LongBenchSuite : public Suite {
     }
 
     const std::filesystem::path data_path = root / "data" / (std::string(kTask) + ".jsonl");
-    const std::vector<nlohmann::json> records = read_jsonl(data_path, p_.limit);
     std::vector<EvalCase> out;
-    for (size_t i = 0; i < records.size(); ++i) {
-      const nlohmann::json& r = records[i];
-      const std::string where = fmt::format("{}:{}", data_path.string(), i + 1);
+    int64_t index = 0;
+    for_each_jsonl(data_path, [&](const nlohmann::json& r, const std::string& where) {
       if (!r.is_object()) fail(ErrorKind::kBadFile, "{}: not a LongBench record", where);
       const std::string context = string_field(r, "context", where);
       EvalCase c;
@@ -135,11 +108,12 @@ class LongBenchSuite : public Suite {
       }
       int64_t length = prompt_tokens(c);
       if (max_length > 0 && length > max_length && !truncate(c, prefix, context, max_length, &length, tokenizer, prompt_tokens)) {
-        continue;  // not even the prompt around the context fits
+        return true;  // not even the prompt around the context fits
       }
-      c.meta = {{"task", kTask}, {"length", length}, {"index", static_cast<int64_t>(i)}};
+      c.meta = {{"task", kTask}, {"length", length}, {"index", index++}};
       out.push_back(std::move(c));
-    }
+      return p_.limit == 0 || static_cast<int>(out.size()) < p_.limit;
+    });
     return out;
   }
 

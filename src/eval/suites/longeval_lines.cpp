@@ -14,10 +14,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
+#include "eval/data_files.h"
 #include "eval/rng.h"
 #include "eval/suites/suites.h"
 #include "util/error.h"
@@ -34,17 +34,6 @@ constexpr const char* kHeader =
     "<REGISTER_CONTENT> of a certain line index. Now the record start:\n\n";
 constexpr const char* kQuestionStart = "Now the record is over.";
 constexpr int kMaxTokens = 32;
-
-std::vector<std::string> read_words(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kBadFile, "{}: cannot read the word list", path.string());
-  std::vector<std::string> words;
-  for (std::string w; std::getline(in, w);) {
-    if (!w.empty()) words.push_back(w);
-  }
-  if (words.size() < 10) fail(ErrorKind::kBadFile, "{}: too few words", path.string());
-  return words;
-}
 
 class LongEvalLinesSuite : public Suite {
  public:
@@ -119,32 +108,33 @@ class LongEvalLinesSuite : public Suite {
     if (ec || files.empty()) fail(ErrorKind::kBadFile, "{}: no LongEval test cases (*_lines.jsonl)", dir.string());
     std::sort(files.begin(), files.end());
     for (const auto& [n_lines, path] : files) {
-      std::ifstream in(path);
-      int index = 0, taken = 0;
-      for (std::string line; std::getline(in, line) && (p_.limit == 0 || taken < p_.limit); ++index) {
-        const nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
-        if (r.is_discarded() || !r.contains("prompt") || !r.contains("expected_number") || !r.contains("random_idx")) {
-          fail(ErrorKind::kBadFile, "{}:{}: not a LongEval lines record", path.string(), index + 1);
+      int index = -1, taken = 0;
+      bool longer = false;  // the first case of this file does not fit: nor will the next files'
+      for_each_jsonl(path, [&](const nlohmann::json& r, const std::string& where) {
+        ++index;
+        if (!r.contains("prompt") || !r.contains("expected_number") || !r.contains("random_idx")) {
+          fail(ErrorKind::kBadFile, "{}: not a LongEval lines record", where);
         }
         const std::string prompt = r["prompt"].get<std::string>();
         const size_t q = prompt.rfind(kQuestionStart), h = std::string_view(kHeader).size();
         if (q == std::string::npos || q < h + 1 || prompt.compare(0, h, kHeader) != 0) {
-          fail(ErrorKind::kBadFile, "{}:{}: the prompt is not LongEval's", path.string(), index + 1);
+          fail(ErrorKind::kBadFile, "{}: the prompt is not LongEval's", where);
         }
         EvalCase c = make_case(prompt.substr(h, q - h - 1), r["random_idx"][0].get<std::string>(),
                                r["expected_number"].get<int64_t>());
-        const int64_t n = prompt_tokens(c);
-        if (p_.n_ctx > 0 && n + c.max_tokens > p_.n_ctx) {
-          if (index == 0) return;
-          continue;
+        if (p_.n_ctx > 0 && prompt_tokens(c) + c.max_tokens > p_.n_ctx) {
+          longer = index == 0;
+          return !longer;
         }
-        const int answer_line = r["random_idx"][1].get<int>();
         c.id = fmt::format("shipped/{}_lines/{}", n_lines, index);
-        c.meta = {{"task", "shipped"}, {"lines", n_lines}, {"answer_line", answer_line},
+        c.meta = {{"task", "shipped"},
+                  {"lines", n_lines},
+                  {"answer_line", r["random_idx"][1].get<int>()},
                   {"expected", r["expected_number"]}};
         out.push_back(std::move(c));
-        ++taken;
-      }
+        return p_.limit == 0 || ++taken < p_.limit;
+      });
+      if (longer) return;
     }
   }
 
@@ -174,7 +164,7 @@ class LongEvalLinesSuite : public Suite {
 
   void add_generated(const PromptTokens& prompt_tokens, std::vector<EvalCase>& out) const {
     const fs::path words = fs::path(p_.data) / "ruler" / "wonderwords_v2.2.0";
-    const Words w{read_words(words / "adjectivelist.txt"), read_words(words / "nounlist.txt")};
+    const Words w{read_word_list(words / "adjectivelist.txt"), read_word_list(words / "nounlist.txt")};
     const auto tokens_of = [&](uint64_t seed, int n, int at) {
       const Record r = generate(w, seed, n, at);
       return prompt_tokens(make_case(r.text, r.key, r.expected)) + kMaxTokens;

@@ -5,6 +5,8 @@
 // same permutation) becomes fixed_shuffle(x, seed).
 #include "eval/suites/ruler_tasks.h"
 
+#include "eval/data_files.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -97,26 +99,6 @@ std::string random_letters(EvalRng& rng, int n, char first) {
 // ---------------------------------------------------------------------------------------------
 // Data (shared/data/SOURCES.md §4)
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kBadFile, "{}: cannot open (the RULER data: see shared/data/SOURCES.md §4)", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// wonderwords' _get_words_from_text_file: one word a line; blank lines skipped; sorted, unique.
-std::vector<std::string> read_word_list(const std::string& path) {
-  std::istringstream lines(read_file(path));
-  std::set<std::string> words;
-  for (std::string line; std::getline(lines, line);) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (!line.empty()) words.insert(line);
-  }
-  if (words.empty()) fail(ErrorKind::kBadFile, "{}: no words in the list", path);
-  return {words.begin(), words.end()};
-}
-
 // re.sub(r'\s+', ' ', text).split(' ') without the empty words at the ends.
 std::vector<std::string> split_whitespace(const std::string& text) {
   std::vector<std::string> words;
@@ -155,7 +137,7 @@ const RulerTask* find_ruler_task(std::string_view name) {
 RulerData load_ruler_data(const std::string& data_dir) {
   RulerData d;
   const std::string essay_path = data_dir + "/ruler/PaulGrahamEssays.json";
-  const nlohmann::json essay = nlohmann::json::parse(read_file(essay_path), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json essay = nlohmann::json::parse(read_data_file(essay_path), nullptr, /*allow_exceptions=*/false);
   if (essay.is_discarded()) fail(ErrorKind::kBadFile, "{}: not valid JSON", essay_path);
   if (!essay.is_object() || !essay.contains("text") || !essay["text"].is_string()) {
     fail(ErrorKind::kBadFile, "{}: expected an object {{\"text\": \"...\"}}", essay_path);
