@@ -211,12 +211,14 @@ int run_suite_cmd(const SuiteOptions& o) {
                std::string(static_cast<size_t>(width - fill), '.'), cells_done, cells_todo, what, format_duration(el),
                cells_done ? format_duration(eta) : "?");
   };
-  for (const EvalCase& c : cases) {
-    bool any = false;
-    for (const std::string& p : o.presses) {
-      for (int cap : capacities_of(p, o.capacities)) any |= !done.cells.count(cell_key(c.id, p, cap));
-    }
-    const EvalPrompt prompt = render(c);
+  // Every prompt, checked against the results already written; the cases still to run, ordered
+  // by their tokens so that cases sharing a prefix follow each other.
+  std::vector<EvalPrompt> prompts;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const EvalCase& c = cases[i];
+    prompts.push_back(render(c));
+    const EvalPrompt& prompt = prompts.back();
     const std::string hash = fnv1a_hex(prompt.ids);
     if (const auto it = done.hashes.find(c.id); it != done.hashes.end() && it->second != hash) {
       fail(ErrorKind::kInvalidArgument,
@@ -224,32 +226,70 @@ int run_suite_cmd(const SuiteOptions& o) {
            "another --out",
            jsonl_path.string(), c.id, it->second, hash);
     }
-    if (!any) continue;
     if (static_cast<int>(prompt.ids.size()) + c.max_tokens > hp.n_ctx_train) {
       fail(ErrorKind::kOutOfRange, "case {}: {} prompt tokens and {} answer tokens exceed the context of {}", c.id,
            prompt.ids.size(), c.max_tokens, hp.n_ctx_train);
     }
-    progress(c.id + " prefill");
-    const std::span<const int32_t> all(prompt.ids);
-    const std::span<const int32_t> before = all.first(prompt.split), after = all.subspan(prompt.split);
+    bool any = false;
+    for (const std::string& p : o.presses) {
+      for (int cap : capacities_of(p, o.capacities)) any |= !done.cells.count(cell_key(c.id, p, cap));
+    }
+    if (any) todo.push_back(i);
+  }
+  // The tokens prefilled before the question (all of them unless question-agnostic).
+  const auto before = [&](size_t i) {
+    return std::span<const int32_t>(prompts[i].ids).first(prompts[i].split);
+  };
+  std::stable_sort(todo.begin(), todo.end(), [&](size_t a, size_t b) {
+    const auto x = before(a), y = before(b);
+    return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
+  });
+  const auto shared = [](std::span<const int32_t> x, std::span<const int32_t> y) {
+    return static_cast<size_t>(std::mismatch(x.begin(), x.end(), y.begin(), y.end()).first - x.begin());
+  };
+
+  // `state` holds a prefill of a prefix of the next case's tokens: each case extends it, after a
+  // copy is kept at the prefix it shares with the case after it.
+  RecordedPrefill state(*model, so.kv_type, window, observed, pool);
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const EvalCase& c = cases[todo[k]];
+    const EvalPrompt& prompt = prompts[todo[k]];
+    const std::span<const int32_t> all(prompt.ids), head = before(todo[k]), tail = all.subspan(prompt.split);
+    const size_t reused = state.tokens().size();
+    const size_t keep = k + 1 < todo.size() ? shared(head, before(todo[k + 1])) : 0;
+    progress(fmt::format("{} prefill ({} of {} tokens)", c.id, head.size() - reused, head.size()));
     Timer pt;
-    const RecordedPrefill rec(*model, before, so.kv_type, window, observed, pool);
+    RecordedPrefill next(*model, so.kv_type, window, observed, pool);
+    if (keep > reused) state.extend(head.subspan(reused, keep - reused));
+    if (keep >= reused && keep > 0) next = state;
+    state.extend(head.subspan(std::max(keep, reused)));
     const double prefill_s = pt.seconds();
+    const RecordedPrefill& rec = state;
     for (const std::string& p : o.presses) {
       for (int cap : capacities_of(p, o.capacities)) {
         if (done.cells.count(cell_key(c.id, p, cap))) continue;
         progress(fmt::format("{} {} C={}", c.id, p, cap));
         Timer dt;
         Session session(*model, static_cast<int>(prompt.ids.size()) + c.max_tokens, pool, full_opts);
-        session.adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), before, rec.last_logits());
-        if (!after.empty()) session.prefill(after, {}, /*compress=*/false);
+        session.adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), head, rec.last_logits());
+        if (!tail.empty()) session.prefill(tail, {}, /*compress=*/false);
         const size_t kept = session.kv().bytes(), full = session.kv_full_bytes();
         const std::string answer = answer_greedily(session, *tokenizer, c);
-        nlohmann::json j = {{"case", c.id},          {"input_hash", hash},   {"placement", placement},
-                            {"press", p},            {"capacity", cap},      {"prompt_tokens", prompt.ids.size()},
-                            {"answer", answer},      {"prefill_s", prefill_s}, {"decode_s", dt.seconds()},
-                            {"kv_bytes_kept", kept}, {"kv_bytes_full", full}, {"model", hp.name},
-                            {"kv_type", kv_type_name(so.kv_type)}, {"seed", o.seed}};
+        nlohmann::json j = {{"case", c.id},
+                            {"input_hash", fnv1a_hex(prompt.ids)},
+                            {"placement", placement},
+                            {"press", p},
+                            {"capacity", cap},
+                            {"prompt_tokens", prompt.ids.size()},
+                            {"answer", answer},
+                            {"prefill_s", prefill_s},
+                            {"prefill_reused_tokens", reused},
+                            {"decode_s", dt.seconds()},
+                            {"kv_bytes_kept", kept},
+                            {"kv_bytes_full", full},
+                            {"model", hp.name},
+                            {"kv_type", kv_type_name(so.kv_type)},
+                            {"seed", o.seed}};
         j.update(c.meta);
         j.update(suite->score(c, answer));
         jsonl << j.dump() << "\n" << std::flush;
@@ -258,6 +298,7 @@ int run_suite_cmd(const SuiteOptions& o) {
         ++cells_done;
       }
     }
+    state = std::move(next);
   }
   progress("");
   fmt::print(stderr, "\n");

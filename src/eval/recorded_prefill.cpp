@@ -6,14 +6,27 @@
 
 namespace snapkv {
 
+RecordedPrefill::RecordedPrefill(const Model& model, KvType type, int64_t window, bool observed, ThreadPool& pool)
+    : model_(&model),
+      pool_(&pool),
+      full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type),
+      recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {}
+
 RecordedPrefill::RecordedPrefill(const Model& model, std::span<const int32_t> tokens, KvType type, int64_t window,
                                  bool observed, ThreadPool& pool)
-    : full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type),
-      recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {
+    : RecordedPrefill(model, type, window, observed, pool) {
+  extend(tokens);
+}
+
+void RecordedPrefill::extend(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return;
+  const auto first = static_cast<int32_t>(tokens_.size());
   std::vector<int32_t> pos(tokens.size());
-  std::iota(pos.begin(), pos.end(), 0);
-  recorder_.begin(static_cast<int64_t>(tokens.size()), 0, /*fresh=*/true);
-  model.forward(tokens, pos, full_, LogitsMode::kLast, logits_, pool, &recorder_);
+  std::iota(pos.begin(), pos.end(), first);
+  recorder_.begin(static_cast<int64_t>(tokens.size()), first,
+                  first == 0 ? LayerRecorder::Call::kFresh : LayerRecorder::Call::kExtend);
+  model_->forward(tokens, pos, full_, LogitsMode::kLast, logits_, *pool_, &recorder_);
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
 }
 
 KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept) const {

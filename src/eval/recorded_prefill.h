@@ -14,11 +14,21 @@
 
 namespace snapkv {
 
+//
+// A recorded prefill can be extended by more tokens of the same prompt, and copied: cases that
+// share a prefix (needle depths of one haystack, questions about one document) prefill it once.
+// Extending gives the same cache and press inputs as one prefill of all the tokens.
 class RecordedPrefill {
  public:
-  // window: the most queries any press will need; observed: record h2o's column sums.
+  // Holds no tokens yet. window: the most queries any press will need; observed: record h2o's
+  // column sums.
+  RecordedPrefill(const Model& model, KvType type, int64_t window, bool observed, ThreadPool& pool);
   RecordedPrefill(const Model& model, std::span<const int32_t> tokens, KvType type, int64_t window,
                   bool observed, ThreadPool& pool);
+
+  // Prefills tokens after those held (at the next positions).
+  void extend(std::span<const int32_t> tokens);
+  const std::vector<int32_t>& tokens() const { return tokens_; }
 
   const KvCache& full() const { return full_; }
   std::span<const float> last_logits() const { return logits_; }
@@ -26,8 +36,11 @@ class RecordedPrefill {
   KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr) const;
 
  private:
+  const Model* model_;
+  ThreadPool* pool_;
   KvCache full_;
   LayerRecorder recorder_;
+  std::vector<int32_t> tokens_;
   std::vector<float> logits_;
 };
 

@@ -13,7 +13,7 @@ Compressor::Compressor(const PressConfig& cfg, KvCache& cache, int n_head, Threa
 
 void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress) {
   compress_ = compress;
-  recorder_.begin(n_tok, first_pos, /*fresh=*/compress);
+  recorder_.begin(n_tok, first_pos, compress ? LayerRecorder::Call::kFresh : LayerRecorder::Call::kSlide);
 }
 
 void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {

@@ -6,13 +6,14 @@ namespace snapkv {
 
 LayerRecorder::LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool)
     : n_head_(n_head), head_dim_(head_dim), window_(std::max<int64_t>(1, window)), observed_on_(observed),
-      pool_(pool), win_q_(n_layer), win_pos_(n_layer), observed_(n_layer), seen_(n_layer, 0) {}
+      pool_(&pool), win_q_(n_layer), win_pos_(n_layer), observed_(n_layer), seen_(n_layer, 0) {}
 
-void LayerRecorder::begin(int64_t n_tok, int32_t first_pos, bool fresh) {
+void LayerRecorder::begin(int64_t n_tok, int32_t first_pos, Call call) {
   n_tok_ = n_tok;
-  first_pos_ = first_pos;
+  extend_ = call == Call::kExtend;
+  if (!extend_) first_pos_ = first_pos;
   std::fill(seen_.begin(), seen_.end(), 0);
-  if (fresh) clear();
+  if (call == Call::kFresh) clear();
 }
 
 void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {
@@ -32,13 +33,13 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
   const int n_group = n_head_ / static_cast<int>(views.size());
   std::vector<std::vector<float>>& obs = observed_[il];
   if (seen_[il] == 0) {
-    // Sized for every entry the layer will hold at the end of the call.
-    obs.assign(n_head_, {});
-    for (int h = 0; h < n_head_; ++h) obs[h].assign(static_cast<size_t>(views[h / n_group].n - n_tok + n_tok_), 0.0f);
+    // Sized for every entry the layer will hold at the end of the call; extending keeps the sums.
+    if (!extend_ || obs.empty()) obs.assign(n_head_, {});
+    for (int h = 0; h < n_head_; ++h) obs[h].resize(static_cast<size_t>(views[h / n_group].n - n_tok + n_tok_), 0.0f);
   }
   std::vector<float*> rows(n_head_);
   for (int h = 0; h < n_head_; ++h) rows[h] = obs[h].data();
-  attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, pool_);
+  attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, *pool_);
   seen_[il] += n_tok;
 }
 
@@ -54,7 +55,7 @@ LayerInput LayerRecorder::input(int il, std::span<const KvHeadView> kv) const {
   in.n_window = static_cast<int64_t>(win_pos_[il].size());
   in.observed = observed_[il];
   in.first_new_pos = first_pos_;
-  in.pool = &pool_;
+  in.pool = pool_;
   return in;
 }
 

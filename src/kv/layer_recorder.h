@@ -21,9 +21,13 @@ class LayerRecorder final : public LayerObserver {
  public:
   LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool);
 
-  // Before a forward call of n_tok tokens from first_pos. fresh: forget earlier queries (a new
-  // prompt); otherwise the window slides on (decoding).
-  void begin(int64_t n_tok, int32_t first_pos, bool fresh);
+  // What a forward call continues: nothing (a new prompt: earlier queries are forgotten), a
+  // compressed cache (decoding, chat turns: the window slides on, observed sums restart with the
+  // call), or the same uncompressed prompt (the window slides on and the observed sums go on
+  // adding up from where they began, so the input equals that of one call over all tokens).
+  enum class Call { kFresh, kSlide, kExtend };
+  // Before a forward call of n_tok tokens from first_pos.
+  void begin(int64_t n_tok, int32_t first_pos, Call call);
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) override;
 
   // The press input for layer il over the given entries (the layer's current ones).
@@ -36,13 +40,14 @@ class LayerRecorder final : public LayerObserver {
   int n_head_, head_dim_;
   int64_t window_;
   bool observed_on_;
-  ThreadPool& pool_;
+  ThreadPool* pool_;
   std::vector<std::vector<float>> win_q_;    // per layer: [n, n_head, d], n <= window_
   std::vector<std::vector<int32_t>> win_pos_;
   std::vector<std::vector<std::vector<float>>> observed_;  // per layer, per query head
   std::vector<int64_t> seen_;                // per layer: tokens of the call seen so far
   int64_t n_tok_ = 0;
-  int32_t first_pos_ = 0;
+  int32_t first_pos_ = 0;  // of the first query in the observed sums
+  bool extend_ = false;
 };
 
 // Runs the press on layer il of cache with the given input and keeps its selection.
