@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "io/tokenizer_unicode.h"
+
 namespace snapkv {
 
 std::vector<std::string> rouge_words(std::string_view text) {
@@ -65,45 +67,8 @@ namespace {
 // One code point of UTF-8 at s[i]; `len` is its byte length. A malformed byte is returned as
 // itself (a value >= 0x80 that is neither whitespace nor punctuation) with length 1.
 char32_t next_cp(std::string_view s, size_t i, size_t* len) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  auto cont = [&](size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
-  auto byte = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
-  if (b0 < 0x80) {
-    *len = 1;
-    return b0;
-  }
-  if ((b0 & 0xE0) == 0xC0 && b0 >= 0xC2 && cont(1)) {
-    *len = 2;
-    return (static_cast<char32_t>(b0 & 0x1F) << 6) | byte(1);
-  }
-  if ((b0 & 0xF0) == 0xE0 && cont(1) && cont(2)) {
-    *len = 3;
-    return (static_cast<char32_t>(b0 & 0x0F) << 12) | (byte(1) << 6) | byte(2);
-  }
-  if ((b0 & 0xF8) == 0xF0 && cont(1) && cont(2) && cont(3)) {
-    *len = 4;
-    return (static_cast<char32_t>(b0 & 0x07) << 18) | (byte(1) << 12) | (byte(2) << 6) | byte(3);
-  }
-  *len = 1;
-  return b0;
-}
-
-void append_cp(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  bool valid = true;
+  return tokenizer_detail::utf8_decode(s, i, len, &valid);
 }
 
 // Python's str.isspace().
@@ -149,7 +114,7 @@ std::string lower(std::string_view s) {
     size_t len = 1;
     const char32_t c = next_cp(s, i, &len);
     if (c < 0x80 || len > 1) {
-      append_cp(out, py_lower(c));
+      tokenizer_detail::append_utf8(out, static_cast<uint32_t>(py_lower(c)));
     } else {
       out += s[i];  // a malformed byte passes through
     }

@@ -11,41 +11,23 @@
 #include "eval/suite.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
+#include "support/eval_model.h"
 #include "support/paths.h"
 #include "util/error.h"
 
 namespace snapkv {
 namespace {
 
-struct Model {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tok;
-  ChatTemplate tmpl;
-};
-const Model& model() {
-  static const Model m = [] {
-    Model r;
-    r.file = GgufFile::open(test::default_model_path());
-    r.tok = Tokenizer::from_gguf(*r.file);
-    r.tmpl = chat_template_from_jinja(r.file->get_string("tokenizer.chat_template", ""));
-    return r;
-  }();
-  return m;
-}
+const test::EvalModel& model() { return test::eval_model(); }
 
 std::vector<EvalCase> build(const std::string& suite, SuiteParams p,
                             QuestionPlacement placement = QuestionPlacement::kEnd) {
   p.data = test::data_dir();
   p.n_ctx = 8192;
-  const Model& m = model();
-  return make_suite(suite, p)->cases(*m.tok, [&](const EvalCase& c) {
-    return static_cast<int64_t>(render_eval_prompt(*m.tok, m.tmpl, c, placement).ids.size());
-  });
+  return make_suite(suite, p)->cases(*model().tok, [&](const EvalCase& c) { return test::placed_tokens(c, placement); });
 }
 
-int64_t tokens(const EvalCase& c, QuestionPlacement placement = QuestionPlacement::kEnd) {
-  return static_cast<int64_t>(render_eval_prompt(*model().tok, model().tmpl, c, placement).ids.size());
-}
+int64_t tokens(const EvalCase& c) { return test::rendered_tokens(c); }
 
 TEST(NiahScoring, Rouge1FMatchesHandComputedValues) {
   const char* needle = "The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.";
@@ -99,7 +81,7 @@ TEST(EvalPrompt, PlacementMovesTheQuestionAndAgnosticSplitsBeforeIt) {
   c.id = "x";
   c.context = "<document>\nThe sky is green today, said Ann.\n</document>";
   c.question = "What colour is the sky?";
-  const Model& m = model();
+  const test::EvalModel& m = model();
   const EvalPrompt end = render_eval_prompt(*m.tok, m.tmpl, c, QuestionPlacement::kEnd);
   const EvalPrompt first = render_eval_prompt(*m.tok, m.tmpl, c, QuestionPlacement::kFirst);
   const EvalPrompt agnostic = render_eval_prompt(*m.tok, m.tmpl, c, QuestionPlacement::kAgnostic);

@@ -19,38 +19,15 @@
 #include "eval/suites/suites.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
+#include "support/eval_model.h"
 #include "support/paths.h"
 #include "util/error.h"
 
 namespace snapkv {
 namespace {
 
-struct RealTokenizer {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tok;
-  ChatTemplate tmpl;
-};
-
-const RealTokenizer& real_tokenizer() {
-  static const RealTokenizer t = [] {
-    RealTokenizer r;
-    r.file = GgufFile::open(test::default_model_path());
-    r.tok = Tokenizer::from_gguf(*r.file);
-    r.tmpl = chat_template_from_jinja(r.file->get_string("tokenizer.chat_template", ""));
-    return r;
-  }();
-  return t;
-}
-
-// Prompt tokens as the runner renders a case (question at the end).
-int64_t rendered_tokens(const EvalCase& c) {
-  const RealTokenizer& t = real_tokenizer();
-  std::vector<ChatMessage> messages;
-  if (!c.system.empty()) messages.push_back({"system", c.system});
-  messages.push_back({"user", c.context + c.separator + c.question});
-  const std::string text = apply_chat_template(t.tmpl, messages, /*add_generation_prompt=*/true) + c.answer_prefix;
-  return static_cast<int64_t>(t.tok->encode(text, t.tok->add_bos(), /*parse_special=*/true).size());
-}
+using test::rendered_tokens;
+const test::EvalModel& real_tokenizer() { return test::eval_model(); }
 
 SuiteParams params(int n_ctx, int limit, std::vector<std::string> tasks = {}) {
   SuiteParams p;

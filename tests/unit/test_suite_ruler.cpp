@@ -19,6 +19,7 @@
 #include "eval/suites/suites.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
+#include "support/eval_model.h"
 #include "support/paths.h"
 #include "util/error.h"
 
@@ -37,35 +38,9 @@ const std::vector<std::string> kAllTasks = {"niah_single_1",
                                             "cwe",
                                             "fwe"};
 
-struct RealTokenizer {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tok;
-  ChatTemplate tmpl;
-};
+using test::rendered_tokens;
+const test::EvalModel& real_tokenizer() { return test::eval_model(); }
 
-const RealTokenizer& real_tokenizer() {
-  static const RealTokenizer t = [] {
-    RealTokenizer r;
-    r.file = GgufFile::open(test::default_model_path());
-    r.tok = Tokenizer::from_gguf(*r.file);
-    r.tmpl = chat_template_from_jinja(r.file->get_string("tokenizer.chat_template", ""));
-    return r;
-  }();
-  return t;
-}
-
-// Prompt tokens as the runner renders a case (question at the end): the chat template over the
-// user message, the generation prompt, the answer prefix.
-int64_t rendered_tokens(const EvalCase& c) {
-  const RealTokenizer& t = real_tokenizer();
-  std::vector<ChatMessage> messages;
-  if (!c.system.empty()) messages.push_back({"system", c.system});
-  messages.push_back({"user", c.context + c.separator + c.question});
-  const std::string text = apply_chat_template(t.tmpl, messages, /*add_generation_prompt=*/true) + c.answer_prefix;
-  return static_cast<int64_t>(t.tok->encode(text, t.tok->add_bos(), /*parse_special=*/true).size());
-}
-
-// A stand-in for tests that do not measure sizes: about 4 bytes a token.
 int64_t approx_tokens(const EvalCase& c) {
   return static_cast<int64_t>((c.context.size() + c.question.size() + c.answer_prefix.size()) / 4 + 40);
 }

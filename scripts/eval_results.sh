@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The evaluation runs behind README "Results": every suite, full cache and six presses at four
+# capacities, on the default model, into results/<suite>/ (resumable: re-running skips what is
+# there). Usage: bash scripts/eval_results.sh [suite ...]   (default: all, in the order below)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=./build/release/snapkv
+[ -x "$bin" ] || bash scripts/build.sh
+threads=${THREADS:-2}
+run() { local suite=$1; shift; echo "== $suite: $*" >&2; "$bin" eval "$suite" -t "$threads" --out "results/$suite" "$@"; }
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(ruler longeval_lines leval longbench niah)
+for s in "${suites[@]}"; do
+  case $s in
+    ruler) run ruler --lengths 4096 --limit 1 ;;
+    longeval_lines) run longeval_lines --lengths 2048,4096,6144,8192 --positions 0,50,100 --limit 3 ;;
+    leval) run leval --limit 1 ;;
+    longbench) run longbench --limit 1 ;;
+    niah) run niah --lengths 1024,2048,3072,4096,5120,6144,7168,8192 --depths 0,10,20,30,40,50,60,70,80,90,100 ;;
+    *) echo "unknown suite $s" >&2; exit 2 ;;
+  esac
+done
