@@ -2,6 +2,7 @@
 // 1.0.1 itself (tests/fixtures/metrics_rouge_l.json, tools/reference/make_metrics_fixture.py);
 // SQuAD normalisation and token F1, and L-Eval's answer extraction and exact match, on cases
 // whose values were computed by hand and checked with LongBench's and L-Eval's Python.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -39,7 +40,7 @@ TEST(MetricsLongBenchRouge, EdgeCases) {
   // One sentence of kLongBenchRougeMaxFrames - 1 words backtracks that many frames and still scores.
   std::string ok, too_long;
   for (int i = 0; i < kLongBenchRougeMaxFrames; ++i) {
-    (i + 1 < kLongBenchRougeMaxFrames ? ok : too_long) += "w" + std::to_string(i) + " ";
+    (i + 1 < kLongBenchRougeMaxFrames ? ok : too_long) += fmt::format("w{} ", i);
   }
   too_long = ok + too_long;
   EXPECT_GT(longbench_rouge_l(ok, ok), 0.99);
