@@ -48,6 +48,7 @@ struct SuiteOptions : EvalOptions {
   std::vector<int> depths;
   std::string needle, question, needle_answer;
   bool question_first = false, question_agnostic = false;
+  bool report_only = false;
 
   QuestionPlacement placement() const {
     return question_first ? QuestionPlacement::kFirst
@@ -234,7 +235,7 @@ int run_suite_cmd(const SuiteOptions& o) {
     for (const std::string& p : o.presses) {
       for (int cap : capacities_of(p, o.capacities)) any |= !done.cells.count(cell_key(c.id, p, cap));
     }
-    if (any) todo.push_back(i);
+    if (any && !o.report_only) todo.push_back(i);
   }
   // The tokens prefilled before the question (all of them unless question-agnostic).
   const auto before = [&](size_t i) {
@@ -328,6 +329,8 @@ Action add_eval_suite(CLI::App& app, const std::string& suite) {
   app.add_option("--seed", o->seed, "seed of generated cases")->capture_default_str();
   app.add_option("--max-tokens", o->max_tokens, "answer tokens at most (greedy); 0: the suite's")
       ->capture_default_str();
+  app.add_flag("--report", o->report_only,
+               "run nothing: write the summary and plots from the results already in --out (e.g. of a stopped run)");
   app.add_flag("--question-first", o->question_first, "put the question before the context (paper Fig. 5)");
   app.add_flag("--question-agnostic", o->question_agnostic,
                "compress the context before the question is prefilled (the window is the context's tail)");

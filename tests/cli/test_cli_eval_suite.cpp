@@ -76,6 +76,14 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
   EXPECT_NE(again.err.find("4 already in"), std::string::npos) << again.err;
   EXPECT_EQ(test::slurp(out / "niah.jsonl"), first);
 
+  // --report runs nothing and rewrites the summary from the file.
+  fs::remove(out / "niah.md");
+  const test::CliRun report = test::run_cli(args + " --report");
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("| snapkv | 128 | 2 |"), std::string::npos) << report.out;
+  EXPECT_TRUE(fs::exists(out / "niah.md"));
+  EXPECT_EQ(test::slurp(out / "niah.jsonl"), first);
+
   // Another needle changes every input: resuming into the same folder is refused.
   test::expect_cli_error(args + " --needle 'The password is swordfish.'", "was run on a different input");
   fs::remove_all(out);
