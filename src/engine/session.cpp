@@ -15,10 +15,10 @@ int replication(const Model& model, const PressConfig& press) {
 // Forwards layer events to the compressor and reports progress.
 class Observer final : public LayerObserver {
  public:
-  Observer(Compressor* c, const std::function<void(int, int)>& progress, int n_layer)
-      : c_(c), progress_(progress), n_layer_(n_layer) {}
-  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) override {
-    if (c_) c_->queries(il, n_tok, q, pos, kv);
+  Observer(Compressor* c, std::function<void(int, int)> progress, int n_layer)
+      : c_(c), progress_(std::move(progress)), n_layer_(n_layer) {}
+  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override {
+    if (c_) c_->queries(il, n_tok, q, pos, lse, kv);
   }
   void layer_done(int il) override {
     if (c_) c_->layer_done(il);
@@ -27,7 +27,7 @@ class Observer final : public LayerObserver {
 
  private:
   Compressor* c_;
-  const std::function<void(int, int)>& progress_;
+  std::function<void(int, int)> progress_;
   int n_layer_;
 };
 
@@ -43,19 +43,42 @@ Session::Session(const Model& model, int n_ctx, ThreadPool& pool, const SessionO
   }
 }
 
-void Session::run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
-                  const std::function<void(int, int)>& progress) {
+void Session::check_idle() const {
+  if (pass_) fail(ErrorKind::kInvalidArgument, "the session is in the middle of a prefill");
+}
+
+void Session::start(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
+                    const std::function<void(int, int)>& progress) {
+  check_idle();
   if (tokens.empty()) fail(ErrorKind::kInvalidArgument, "nothing to process: the prompt is empty");
   if (tokens.size() > static_cast<size_t>(n_ctx_ - n_past())) {
     fail(ErrorKind::kOutOfRange, "{} tokens do not fit in the context: {} of {} are used (raise --ctx, up to {} for this model)",
          tokens.size(), n_past(), n_ctx_, model_.hparams().n_ctx_train);
   }
-  std::vector<int32_t> pos(tokens.size());
-  std::iota(pos.begin(), pos.end(), n_past());
-  if (compressor_) compressor_->begin(static_cast<int64_t>(tokens.size()), pos[0], compress);
-  Observer observer(compressor_.get(), progress, model_.hparams().n_layer);
-  model_.forward(tokens, pos, kv_, mode, logits_, pool_, &observer);
-  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  pass_tokens_.assign(tokens.begin(), tokens.end());
+  pass_pos_.resize(tokens.size());
+  std::iota(pass_pos_.begin(), pass_pos_.end(), n_past());
+  if (compressor_) compressor_->begin(static_cast<int64_t>(tokens.size()), pass_pos_[0], compress);
+  observer_ = std::make_unique<Observer>(compressor_.get(), progress, model_.hparams().n_layer);
+  pass_ = model_.begin_forward(pass_tokens_, pass_pos_, kv_, mode, logits_, pool_, observer_.get());
+}
+
+void Session::finish() {
+  tokens_.insert(tokens_.end(), pass_tokens_.begin(), pass_tokens_.end());
+  pass_.reset();
+}
+
+void Session::run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
+                  const std::function<void(int, int)>& progress) {
+  start(tokens, mode, compress, progress);
+  try {
+    while (!pass_->step()) {
+    }
+  } catch (...) {
+    pass_.reset();
+    throw;
+  }
+  finish();
 }
 
 void Session::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress,
@@ -64,6 +87,51 @@ void Session::prefill(std::span<const int32_t> tokens, const std::function<void(
 }
 
 void Session::decode(int32_t token) { run({&token, 1}, LogitsMode::kLast, false, {}); }
+
+void Session::begin_prefill(std::span<const int32_t> tokens, bool compress) {
+  start(tokens, LogitsMode::kLast, compress, {});
+}
+
+bool Session::prefill_step() {
+  if (!pass_) fail(ErrorKind::kInvalidArgument, "prefill_step: no prefill was begun");
+  try {
+    if (!pass_->step()) return false;
+  } catch (...) {
+    pass_.reset();
+    throw;
+  }
+  finish();
+  return true;
+}
+
+void Session::decode_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens) {
+  if (sessions.size() != tokens.size()) {
+    fail(ErrorKind::kInvalidArgument, "decode_batch: {} sessions but {} tokens", sessions.size(), tokens.size());
+  }
+  if (sessions.empty()) return;
+  const Model& model = sessions[0]->model_;
+  ThreadPool& pool = sessions[0]->pool_;
+  std::vector<DecodeRow> rows;
+  rows.reserve(sessions.size());
+  for (size_t b = 0; b < sessions.size(); ++b) {
+    Session& s = *sessions[b];
+    s.check_idle();
+    if (&s.model_ != &model || &s.pool_ != &pool) {
+      fail(ErrorKind::kInvalidArgument, "decode_batch: the sessions must share one model and thread pool");
+    }
+    if (s.n_past() >= s.n_ctx_) fail(ErrorKind::kOutOfRange, "decode_batch: a session's context of {} is full", s.n_ctx_);
+    if (s.compressor_) s.compressor_->begin(1, s.n_past(), false);
+    rows.push_back({tokens[b], s.n_past(), &s.kv_, s.compressor_.get()});
+  }
+  std::vector<float> logits;
+  model.decode_batch(rows, logits, pool);
+  const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
+  for (size_t b = 0; b < sessions.size(); ++b) {
+    Session& s = *sessions[b];
+    s.logits_.assign(logits.begin() + b * n_vocab, logits.begin() + (b + 1) * n_vocab);
+    s.tokens_.push_back(tokens[b]);
+  }
+}
 
 std::vector<float> Session::prefill_all_logits(std::span<const int32_t> tokens) {
   run(tokens, LogitsMode::kAll, false, {});
@@ -79,6 +147,7 @@ size_t Session::kv_full_bytes() const {
 }
 
 void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {
+  check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "adopt: the session's press must be full");
   if (cache.n_layer() != kv_.n_layer() || cache.n_head() != kv_.n_head() || cache.head_dim() != kv_.head_dim() ||
       cache.type() != kv_.type()) {
@@ -97,6 +166,7 @@ void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<co
 }
 
 void Session::reset() {
+  pass_.reset();
   kv_.clear();
   if (compressor_) compressor_->reset();
   tokens_.clear();

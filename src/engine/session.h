@@ -33,6 +33,19 @@ class Session {
   // One generated token through the model (never compressed, except by re-compression).
   void decode(int32_t token);
 
+  // The same prefill run a piece at a time (one chunk of tokens through one layer per step), so
+  // a scheduler can interleave it with other sessions' decode steps: begin_prefill, then
+  // prefill_step() until it returns true. Same semantics and errors as prefill(); until the
+  // prefill is complete, every other call that runs the model throws Error(kInvalidArgument).
+  void begin_prefill(std::span<const int32_t> tokens, bool compress = true);
+  bool prefill_step();
+  bool prefilling() const { return pass_ != nullptr; }
+
+  // One generated token for each session, in one batched forward step: the weights are read once
+  // for all of them. The sessions must share one model and thread pool, and each must have room
+  // for one more token. Same result per session as decode(token).
+  static void decode_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+
   // Logits of every token (for perplexity, fidelity and reference checks); not compressed.
   std::vector<float> prefill_all_logits(std::span<const int32_t> tokens);
 
@@ -58,6 +71,11 @@ class Session {
  private:
   void run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
            const std::function<void(int, int)>& progress);
+  // Checks and starts a forward call of tokens after what the session holds; finish() ends it.
+  void start(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
+             const std::function<void(int, int)>& progress);
+  void finish();
+  void check_idle() const;
 
   const Model& model_;
   int n_ctx_;
@@ -66,6 +84,10 @@ class Session {
   std::unique_ptr<Compressor> compressor_;
   std::vector<int32_t> tokens_;
   std::vector<float> logits_;
+  // The forward call in progress (begin_prefill) and what it reads.
+  std::unique_ptr<ForwardPass> pass_;
+  std::unique_ptr<LayerObserver> observer_;
+  std::vector<int32_t> pass_tokens_, pass_pos_;
 };
 
 }  // namespace snapkv

@@ -16,9 +16,9 @@ void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress) {
   recorder_.begin(n_tok, first_pos, compress ? LayerRecorder::Call::kFresh : LayerRecorder::Call::kSlide);
 }
 
-void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {
+void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) {
   // Observed attention is only needed (and only correct) over a whole prompt.
-  if (compress_ || !press_->needs_observed_attention()) recorder_.queries(il, n_tok, q, pos, kv);
+  if (compress_ || !press_->needs_observed_attention()) recorder_.queries(il, n_tok, q, pos, lse, kv);
 }
 
 void Compressor::layer_done(int il) {

@@ -19,7 +19,7 @@ class Compressor final : public LayerObserver {
   // Before each forward call of n_tok tokens starting at first_pos. compress: the press selects
   // when each layer is done (prompt prefills); otherwise only re-compression may happen.
   void begin(int64_t n_tok, int32_t first_pos, bool compress);
-  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) override;
+  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
 
   const Press& press() const { return *press_; }

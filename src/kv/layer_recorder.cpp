@@ -16,7 +16,7 @@ void LayerRecorder::begin(int64_t n_tok, int32_t first_pos, Call call) {
   if (call == Call::kFresh) clear();
 }
 
-void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {
+void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) {
   const int64_t row = static_cast<int64_t>(n_head_) * head_dim_;
   std::vector<float>& wq = win_q_[il];
   std::vector<int32_t>& wp = win_pos_[il];
@@ -39,7 +39,7 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
   }
   std::vector<float*> rows(n_head_);
   for (int h = 0; h < n_head_; ++h) rows[h] = obs[h].data();
-  attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, *pool_);
+  attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, *pool_, lse);
   seen_[il] += n_tok;
 }
 

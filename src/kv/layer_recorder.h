@@ -28,7 +28,7 @@ class LayerRecorder final : public LayerObserver {
   enum class Call { kFresh, kSlide, kExtend };
   // Before a forward call of n_tok tokens from first_pos.
   void begin(int64_t n_tok, int32_t first_pos, Call call);
-  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) override;
+  void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
 
   // The press input for layer il over the given entries (the layer's current ones).
   LayerInput input(int il, std::span<const KvHeadView> kv) const;

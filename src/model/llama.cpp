@@ -7,6 +7,7 @@
 // prompt while the [chunk, n_ff] feed-forward activations stay bounded.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "model/model.h"
@@ -26,8 +27,10 @@ constexpr int64_t kChunk = 256;  // tokens per chunk inside a layer
 struct Scratch {
   Scratch(const ModelHparams& h, int64_t n)
       : hn(n * h.n_embd), q(n * h.n_head * h.head_dim), k(n * h.n_head_kv * h.head_dim),
-        v(n * h.n_head_kv * h.head_dim), o(n * h.n_head * h.head_dim), gate(n * h.n_ff), up(n * h.n_ff) {}
+        v(n * h.n_head_kv * h.head_dim), o(n * h.n_head * h.head_dim), lse(n * h.n_head), gate(n * h.n_ff),
+        up(n * h.n_ff) {}
   std::vector<float> hn, q, k, v, o;  // [n, n_embd], [n, n_head*d], [n, n_kv*d] x2, [n, n_head*d]
+  std::vector<float> lse;             // [n, n_head]
   std::vector<float> gate, up;        // [n, n_ff]
 };
 
@@ -42,21 +45,80 @@ class Llama final : public Model {
  public:
   explicit Llama(const GgufFile& f);
   size_t weight_bytes() const override { return weight_bytes_; }
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
-               LogitsMode mode, std::vector<float>& logits, ThreadPool& pool,
-               LayerObserver* observer) const override;
+  std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                             KvStore& kv, LogitsMode mode, std::vector<float>& logits,
+                                             ThreadPool& pool, LayerObserver* observer) const override;
+  void decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const override;
+
+  // The pieces of a layer and of the output, shared by forward passes and batched decoding.
+  // Embeddings of tokens into x [n, n_embd].
+  void embed(std::span<const int32_t> tokens, float* x) const;
+  // Norm, Q/K/V projections and RoPE of n rows of x at positions pos, into s.q, s.k, s.v.
+  void project_qkv(int il, const float* x, const int32_t* pos, int64_t n, Scratch& s, ThreadPool& pool) const;
+  // Output projection of s.o and the feed-forward block, both added to x.
+  void finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const;
+  // One chunk of tokens of one sequence through layer il; x [n, n_embd] is updated in place.
+  void layer_chunk(int il, float* x, const int32_t* pos, int64_t n, KvStore& kv, Scratch& s, ThreadPool& pool,
+                   LayerObserver* observer) const;
+  // Final norm and output matrix on n rows of x.
+  void output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const;
 
  private:
   WeightMatrix load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
   std::vector<float> load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
-  void layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n, KvStore& kv,
-                   Scratch& s, ThreadPool& pool, LayerObserver* observer) const;
 
   WeightMatrix tok_embd_, output_;
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   std::vector<double> inv_freq_;
   size_t weight_bytes_ = 0;
+};
+
+// A forward call over one sequence, one (layer, chunk) piece per step: layer-major, so each layer
+// holds every token's keys and values when layer_done is called.
+class LlamaPass final : public ForwardPass {
+ public:
+  LlamaPass(const Llama& m, std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
+            LogitsMode mode, std::vector<float>& logits, ThreadPool& pool, LayerObserver* observer)
+      : m_(m), positions_(positions), kv_(kv), mode_(mode), logits_(logits), pool_(pool), observer_(observer),
+        n_(static_cast<int64_t>(tokens.size())), x_(n_ * m.hparams().n_embd), scratch_(m.hparams(), std::min(kChunk, n_)) {
+    m.embed(tokens, x_.data());
+  }
+
+  bool step() override {
+    const int64_t e = m_.hparams().n_embd;
+    if (il_ < m_.hparams().n_layer && n_ > 0) {
+      const int64_t c = std::min(kChunk, n_ - c0_);
+      m_.layer_chunk(il_, x_.data() + c0_ * e, positions_.data() + c0_, c, kv_, scratch_, pool_, observer_);
+      c0_ += c;
+      if (c0_ < n_) return false;
+      if (observer_) observer_->layer_done(il_);
+      c0_ = 0;
+      if (++il_ < m_.hparams().n_layer) return false;
+    }
+    if (mode_ == LogitsMode::kNone || n_ == 0) {
+      logits_.clear();
+    } else {
+      const int64_t first = mode_ == LogitsMode::kAll ? 0 : n_ - 1;
+      m_.output_logits(x_.data() + first * e, n_ - first, logits_, pool_);
+    }
+    il_ = m_.hparams().n_layer;
+    return true;
+  }
+
+ private:
+  const Llama& m_;
+  std::span<const int32_t> positions_;
+  KvStore& kv_;
+  LogitsMode mode_;
+  std::vector<float>& logits_;
+  ThreadPool& pool_;
+  LayerObserver* observer_;
+  int64_t n_;
+  std::vector<float> x_;  // residual stream [n, n_embd]
+  Scratch scratch_;
+  int il_ = 0;
+  int64_t c0_ = 0;
 };
 
 WeightMatrix Llama::load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out) {
@@ -149,15 +211,22 @@ Llama::Llama(const GgufFile& f) {
   if (output_.data == tok_embd_.data) weight_bytes_ -= f.tensor("token_embd.weight").n_bytes;
 }
 
-// One chunk of tokens through one layer; x [n, n_embd] is updated in place.
-void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, int64_t n,
-                        KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const {
+void Llama::embed(std::span<const int32_t> tokens, float* x) const {
   const ModelHparams& h = hp_;
-  const int64_t e = h.n_embd;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || tokens[t] >= h.n_vocab) {
+      fail(ErrorKind::kInvalidArgument, "token id {} is outside the vocabulary of {}", tokens[t], h.n_vocab);
+    }
+    get_row(tok_embd_, tokens[t], x + t * h.n_embd);
+  }
+}
+
+void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, Scratch& s, ThreadPool& pool) const {
+  const ModelHparams& h = hp_;
+  const Layer& L = layers_[il];
   const int64_t nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
   float* hn = s.hn.data();
-
-  rms_norm(x, L.attn_norm.data(), hn, n, e, h.rms_eps);
+  rms_norm(x, L.attn_norm.data(), hn, n, h.n_embd, h.rms_eps);
   matmul(L.wq, hn, n, s.q.data(), pool);
   matmul(L.wk, hn, n, s.k.data(), pool);
   matmul(L.wv, hn, n, s.v.data(), pool);
@@ -166,9 +235,13 @@ void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, in
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
   rope(s.q.data(), pos, n, h.n_head, h.head_dim, h.rope, inv_freq_);
   rope(s.k.data(), pos, n, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
-  kv.append(il, n, s.k.data(), s.v.data(), pos);
-  if (observer) observer->queries(il, n, s.q.data(), pos, kv);
-  attention(s.q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), s.o.data(), pool);
+}
+
+void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const {
+  const ModelHparams& h = hp_;
+  const Layer& L = layers_[il];
+  const int64_t e = h.n_embd;
+  float* hn = s.hn.data();
   matmul(L.wo, s.o.data(), n, hn, pool);
   add_inplace(x, hn, n * e);
 
@@ -180,38 +253,69 @@ void Llama::layer_chunk(const Layer& L, int il, float* x, const int32_t* pos, in
   add_inplace(x, hn, n * e);
 }
 
-void Llama::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
-                    LogitsMode mode, std::vector<float>& logits, ThreadPool& pool,
-                    LayerObserver* observer) const {
+void Llama::layer_chunk(int il, float* x, const int32_t* pos, int64_t n, KvStore& kv, Scratch& s, ThreadPool& pool,
+                        LayerObserver* observer) const {
   const ModelHparams& h = hp_;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  const int64_t e = h.n_embd;
-  if (n == 0) return;
-  std::vector<float> x(n * e);  // residual stream [n, n_embd]
-  for (int64_t t = 0; t < n; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= h.n_vocab) {
-      fail(ErrorKind::kInvalidArgument, "token id {} is outside the vocabulary of {}", tokens[t], h.n_vocab);
-    }
-    get_row(tok_embd_, tokens[t], x.data() + t * e);
+  project_qkv(il, x, pos, n, s, pool);
+  kv.append(il, n, s.k.data(), s.v.data(), pos);
+  attention(s.q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), s.o.data(), pool, s.lse.data());
+  if (observer) observer->queries(il, n, s.q.data(), pos, s.lse.data(), kv);
+  finish_layer(il, x, n, s, pool);
+}
+
+void Llama::output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const {
+  const ModelHparams& h = hp_;
+  std::vector<float> hn(n * h.n_embd);
+  rms_norm(x, output_norm_.data(), hn.data(), n, h.n_embd, h.rms_eps);
+  logits.resize(n * h.n_vocab);
+  matmul(output_, hn.data(), n, logits.data(), pool);
+}
+
+std::unique_ptr<ForwardPass> Llama::begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                                  KvStore& kv, LogitsMode mode, std::vector<float>& logits,
+                                                  ThreadPool& pool, LayerObserver* observer) const {
+  if (positions.size() != tokens.size()) {
+    fail(ErrorKind::kInvalidArgument, "{} tokens but {} positions", tokens.size(), positions.size());
   }
-  Scratch scratch(h, std::min(kChunk, n));
-  for (int il = 0; il < h.n_layer; ++il) {
-    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-      const int64_t c = std::min(kChunk, n - c0);
-      layer_chunk(layers_[il], il, x.data() + c0 * e, positions.data() + c0, c, kv, scratch, pool, observer);
-    }
-    if (observer) observer->layer_done(il);
-  }
-  if (mode == LogitsMode::kNone) {
+  return std::make_unique<LlamaPass>(*this, tokens, positions, kv, mode, logits, pool, observer);
+}
+
+void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const {
+  const ModelHparams& h = hp_;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t e = h.n_embd, nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
+  if (n == 0) {
     logits.clear();
     return;
   }
-  const int64_t first = mode == LogitsMode::kAll ? 0 : n - 1;
-  const int64_t rows = n - first;
-  std::vector<float> hn(rows * e);
-  rms_norm(x.data() + first * e, output_norm_.data(), hn.data(), rows, e, h.rms_eps);
-  logits.resize(rows * h.n_vocab);
-  matmul(output_, hn.data(), rows, logits.data(), pool);
+  std::vector<int32_t> tokens(n), pos(n);
+  for (int64_t b = 0; b < n; ++b) {
+    tokens[b] = rows[b].token;
+    pos[b] = rows[b].pos;
+  }
+  std::vector<float> x(n * e);  // one residual row per sequence
+  embed(tokens, x.data());
+  Scratch s(h, n);
+  std::vector<std::span<const KvHeadView>> views(n);
+  for (int il = 0; il < h.n_layer; ++il) {
+    project_qkv(il, x.data(), pos.data(), n, s, pool);
+    // Attention is the only per-sequence part: each row reads its own cache.
+    for (int64_t b = 0; b < n; ++b) {
+      KvStore& kv = *rows[b].kv;
+      kv.append(il, 1, s.k.data() + b * nkv, s.v.data() + b * nkv, &pos[b]);
+      views[b] = kv.layer(il);
+    }
+    attention_decode(s.q.data(), pos.data(), static_cast<int>(n), h.n_head, h.head_dim, views, s.o.data(), pool,
+                     s.lse.data());
+    for (int64_t b = 0; b < n; ++b) {
+      if (rows[b].observer) rows[b].observer->queries(il, 1, s.q.data() + b * nq, &pos[b], s.lse.data() + b * h.n_head, *rows[b].kv);
+    }
+    finish_layer(il, x.data(), n, s, pool);
+    for (int64_t b = 0; b < n; ++b) {
+      if (rows[b].observer) rows[b].observer->layer_done(il);
+    }
+  }
+  output_logits(x.data(), n, logits, pool);
 }
 
 }  // namespace

@@ -36,11 +36,32 @@ enum class LogitsMode { kNone, kLast, kAll };
 class LayerObserver {
  public:
   virtual ~LayerObserver() = default;
-  // A chunk of n_tok post-RoPE queries [n_tok, n_head, head_dim] of layer il, called after the
-  // chunk's keys and values were appended to kv and before its attention runs.
-  virtual void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, KvStore& kv) {}
+  // A chunk of n_tok post-RoPE queries [n_tok, n_head, head_dim] of layer il, called once the
+  // chunk's keys and values were appended to kv and its attention ran over kv.layer(il); lse
+  // [n_tok, n_head] holds each query row's log-sum-exp of scaled scores (see attention()).
+  virtual void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) {}
   // Layer il has processed every token of the call.
   virtual void layer_done(int il) {}
+};
+
+// A forward call run a piece at a time, so that a long prefill can be interleaved with other
+// sequences' decode steps (the server's scheduler). Each step() runs one chunk of tokens through
+// one layer. The tokens, positions, kv, logits, pool and observer given to begin_forward must
+// outlive the pass.
+class ForwardPass {
+ public:
+  virtual ~ForwardPass() = default;
+  // Runs the next piece; returns true once the call is complete (logits written).
+  virtual bool step() = 0;
+};
+
+// One sequence's next token in a batched decode step: the token, its position, the sequence's
+// own cache and observer (may be null).
+struct DecodeRow {
+  int32_t token = 0;
+  int32_t pos = 0;
+  KvStore* kv = nullptr;
+  LayerObserver* observer = nullptr;
 };
 
 class Model {
@@ -53,9 +74,24 @@ class Model {
   // Runs tokens at the given positions through every layer, appending their keys and values to
   // kv. logits receives [n_tok, n_vocab] (kAll), [1, n_vocab] for the last token (kLast), or
   // nothing. Positions must continue after what kv holds. observer may be null.
-  virtual void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                       KvStore& kv, LogitsMode mode, std::vector<float>& logits,
-                       ThreadPool& pool, LayerObserver* observer) const = 0;
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
+               LogitsMode mode, std::vector<float>& logits, ThreadPool& pool,
+               LayerObserver* observer) const {
+    const auto pass = begin_forward(tokens, positions, kv, mode, logits, pool, observer);
+    while (!pass->step()) {
+    }
+  }
+  // The same call, to be run by stepping the returned pass until it is complete.
+  virtual std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens,
+                                                     std::span<const int32_t> positions, KvStore& kv,
+                                                     LogitsMode mode, std::vector<float>& logits,
+                                                     ThreadPool& pool, LayerObserver* observer) const = 0;
+
+  // One token for each of several sequences, each with its own cache: every weight matrix is
+  // read once for the whole batch. logits receives [rows, n_vocab]. Each row's observer sees its
+  // query and layer_done like a one-token forward call.
+  virtual void decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits,
+                            ThreadPool& pool) const = 0;
 
  protected:
   ModelHparams hp_;

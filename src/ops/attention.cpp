@@ -196,7 +196,7 @@ float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, float scale
 }
 
 void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, int h0, int n_group,
-                 int n_head, int d, const KvHeadView& kv, float* out) {
+                 int n_head, int d, const KvHeadView& kv, float* out, float* lse) {
   const int n_rows = static_cast<int>(t1 - t0) * n_group;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> acc(static_cast<size_t>(n_rows) * d, 0.0f);
@@ -233,13 +233,39 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
     float* o = out + (t * n_head + h0 + r % n_group) * d;
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int i = 0; i < d; ++i) o[i] = acc[static_cast<size_t>(r) * d + i] * inv;
+    if (lse) lse[t * n_head + h0 + r % n_group] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
+  }
+}
+
+// One token's n_rows query rows q [n_rows, d] (the heads of a GQA group) over the keys
+// [k0, k1) of kv: each row's unnormalized accumulator acc [n_rows, d], running max m and sum l,
+// to be merged with the other key ranges of the same rows (flash-decoding).
+void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                 float* acc, float* m, float* l) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
+  std::fill(m, m + n_rows, kNegInf);
+  std::fill(l, l + n_rows, 0.0f);
+  std::vector<float> kbuf, vbuf;
+  if (kv.type != KvType::kF32) kbuf.resize(static_cast<size_t>(d) * kKeyBlock), vbuf.resize(kbuf.size());
+  HWY_ALIGN float s[kKeyBlock];
+  for (int64_t j0 = k0; j0 < k1; j0 += kKeyBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, k1 - j0));
+    const float* kb = BlockF32(kv.type, kv.k, j0, nb, d, kbuf.data());
+    const float* vb = BlockF32(kv.type, kv.v, j0, nb, d, vbuf.data());
+    for (int r = 0; r < n_rows; ++r) {
+      const float* qr = q + static_cast<size_t>(r) * d;
+      for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
+      const float c = SoftmaxBlock(s, kv.pos + j0, nb, qp, scale, m[r], l[r]);
+      AccumulateValues(acc + static_cast<size_t>(r) * d, c, s, vb, nb, d);
+    }
   }
 }
 
 // Column sums of query head h's attention probabilities over the entries of its KV head: pass 1
 // finds each row's max and softmax denominator, pass 2 adds each probability to its column.
 void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, int n_head, int d,
-                    const KvHeadView& kv, float* col) {
+                    const KvHeadView& kv, const float* lse, float* col) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const bool transpose = n_tok >= kTransposeMinRows;
   std::vector<float> kt(transpose ? static_cast<size_t>(d) * kKeyBlock : 0);
@@ -249,7 +275,11 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
   const int32_t max_pos = *std::max_element(q_pos, q_pos + n_tok);
   const int64_t n_keys = std::upper_bound(kv.pos, kv.pos + kv.n, max_pos) - kv.pos;
 
-  for (int pass = 0; pass < 2; ++pass) {
+  // With the rows' log-sum-exp from attention, p = exp(s * scale - lse): one pass.
+  if (lse) {
+    for (int64_t t = 0; t < n_tok; ++t) m[t] = lse[t * n_head + h], l[t] = 1.0f;
+  }
+  for (int pass = lse ? 1 : 0; pass < 2; ++pass) {
     for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, n_keys - j0));
       const float* kb = BlockF32(kv.type, kv.k, j0, nb, d, kbuf.data());
@@ -294,6 +324,7 @@ HWY_AFTER_NAMESPACE();
 namespace snapkv {
 
 HWY_EXPORT(AttendTileT);
+HWY_EXPORT(AttendRange);
 HWY_EXPORT(ColumnSumsHead);
 
 size_t kv_type_size(KvType t) { return t == KvType::kF32 ? sizeof(float) : sizeof(uint16_t); }
@@ -311,9 +342,86 @@ void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out) 
   for (int i = 0; i < d; ++i) out[i] = attention_detail::kv_scalar(type, base, static_cast<size_t>(j) * d + i);
 }
 
+void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_head, int head_dim,
+                      std::span<const std::span<const KvHeadView>> kv, float* out, ThreadPool& pool, float* lse) {
+  using attention_detail::kKeyBlock;
+  if (n_seq == 0) return;
+  const int n_kv = static_cast<int>(kv[0].size());
+  const int n_group = n_head / n_kv, d = head_dim;
+  // Visible keys of each (sequence, KV head); entries are sorted by position.
+  std::vector<int64_t> n_keys(static_cast<size_t>(n_seq) * n_kv);
+  int64_t total = 0;
+  for (int b = 0; b < n_seq; ++b) {
+    for (int hk = 0; hk < n_kv; ++hk) {
+      const KvHeadView& v = kv[b][hk];
+      total += n_keys[b * n_kv + hk] = std::upper_bound(v.pos, v.pos + v.n, q_pos[b]) - v.pos;
+    }
+  }
+  // Key ranges of whole blocks, about eight per thread over everything, none below 4 blocks.
+  const int64_t per_item = std::max<int64_t>(4 * kKeyBlock, total / (8 * pool.size()));
+  const int64_t chunk = (per_item + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  struct Item {
+    int b, hk;
+    int64_t k0, k1;
+  };
+  std::vector<Item> items;
+  for (int b = 0; b < n_seq; ++b) {
+    for (int hk = 0; hk < n_kv; ++hk) {
+      const int64_t n = n_keys[b * n_kv + hk];
+      int64_t k0 = 0;
+      do {
+        items.push_back({b, hk, k0, std::min(n, k0 + chunk)});
+        k0 += chunk;
+      } while (k0 < n);
+    }
+  }
+  const size_t rows = static_cast<size_t>(n_group);
+  std::vector<float> acc(items.size() * rows * d), m(items.size() * rows), l(items.size() * rows);
+  pool.run([&](int ith, int nth) {
+    for (size_t w = ith; w < items.size(); w += nth) {
+      const Item& it = items[w];
+      HWY_DYNAMIC_DISPATCH(AttendRange)(q + (static_cast<size_t>(it.b) * n_head + it.hk * n_group) * d, n_group, d,
+                                        kv[it.b][it.hk], it.k0, it.k1, q_pos[it.b], acc.data() + w * rows * d,
+                                        m.data() + w * rows, l.data() + w * rows);
+    }
+  });
+  // Merge the ranges of each (sequence, KV head): they are consecutive items.
+  for (size_t w0 = 0; w0 < items.size();) {
+    size_t w1 = w0 + 1;
+    while (w1 < items.size() && items[w1].b == items[w0].b && items[w1].hk == items[w0].hk) ++w1;
+    for (size_t r = 0; r < rows; ++r) {
+      float mx = attention_detail::kNegInf;
+      for (size_t w = w0; w < w1; ++w) mx = std::max(mx, m[w * rows + r]);
+      const size_t row = static_cast<size_t>(items[w0].b) * n_head + items[w0].hk * n_group + r;
+      float* o = out + row * d;
+      std::fill(o, o + d, 0.0f);
+      if (lse) lse[row] = mx;
+      if (mx == attention_detail::kNegInf) continue;  // no visible key
+      float sum = 0;
+      for (size_t w = w0; w < w1; ++w) {
+        if (m[w * rows + r] == attention_detail::kNegInf) continue;
+        const float f = std::exp(m[w * rows + r] - mx);
+        sum += l[w * rows + r] * f;
+        const float* a = acc.data() + (w * rows + r) * d;
+        for (int i = 0; i < d; ++i) o[i] += a[i] * f;
+      }
+      const float inv = 1.0f / sum;
+      for (int i = 0; i < d; ++i) o[i] *= inv;
+      if (lse) lse[row] = mx + std::log(sum);
+    }
+    w0 = w1;
+  }
+}
+
 void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
-               std::span<const KvHeadView> kv, float* out, ThreadPool& pool) {
+               std::span<const KvHeadView> kv, float* out, ThreadPool& pool, float* lse) {
   using attention_detail::kTokenTile;
+  if (n_tok == 1) {
+    // Decode: one token; its keys are split among the threads instead of its few KV heads.
+    const std::span<const KvHeadView> one[] = {kv};
+    attention_decode(q, q_pos, 1, n_head, head_dim, one, out, pool, lse);
+    return;
+  }
   const int n_kv = static_cast<int>(kv.size());
   const int n_group = n_head / n_kv;
   const int64_t n_tiles = (n_tok + kTokenTile - 1) / kTokenTile;
@@ -325,20 +433,20 @@ void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, 
       const int hk = static_cast<int>(w % n_kv);
       const int64_t t0 = (w / n_kv) * kTokenTile;
       const int64_t t1 = std::min(n_tok, t0 + kTokenTile);
-      HWY_DYNAMIC_DISPATCH(AttendTileT)(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out);
+      HWY_DYNAMIC_DISPATCH(AttendTileT)(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out, lse);
     }
   });
 }
 
 void attention_column_sums(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
                            int head_dim, std::span<const KvHeadView> kv, std::span<float* const> col_sums,
-                           ThreadPool& pool) {
+                           ThreadPool& pool, const float* lse) {
   if (n_tok == 0) return;
   const int n_group = n_head / static_cast<int>(kv.size());
   // One query head per work item: items never share a column-sum row.
   pool.run([&](int ith, int nth) {
     for (int h = ith; h < n_head; h += nth) {
-      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], col_sums[h]);
+      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], lse, col_sums[h]);
     }
   });
 }

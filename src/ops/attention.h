@@ -31,16 +31,28 @@ void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out);
 // out: [n_tok, n_head, head_dim]
 // Query head h reads KV head h / (n_head / kv.size()) and attends to the entries whose position
 // is <= its own. Every query must see at least one entry.
+// lse (optional) [n_tok, n_head]: each row's log-sum-exp of its scaled scores (q.k / sqrt(d)),
+// which lets attention_column_sums skip its first pass.
 void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
-               std::span<const KvHeadView> kv, float* out, ThreadPool& pool);
+               std::span<const KvHeadView> kv, float* out, ThreadPool& pool, float* lse = nullptr);
+
+// Attention of one query token per sequence for n_seq sequences, each over its own entries
+// (batched decode): q, out [n_seq, n_head, head_dim]; q_pos[n_seq]; kv[b] the KV heads of
+// sequence b (the same count for all). The keys are split into ranges that the threads handle
+// apart and then merge (flash-decoding), so one sequence with few KV heads still uses every
+// thread. attention() takes this path for n_tok == 1.
+void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_head, int head_dim,
+                      std::span<const std::span<const KvHeadView>> kv, float* out, ThreadPool& pool,
+                      float* lse = nullptr);
 
 // Observed attention: for every query head h, adds to col_sums[h][j] the softmax probability
 // with which each of the n_tok queries attends to entry j of its KV head (same causal rule as
 // attention()). col_sums[h] has kv[h / group].n elements. Two passes over the keys (row maxima
-// and sums, then probabilities), so nothing of size n_tok x n_keys is stored.
+// and sums, then probabilities), so nothing of size n_tok x n_keys is stored; one pass when lse
+// gives the rows' log-sum-exp (from attention() over the same entries).
 void attention_column_sums(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
                            int head_dim, std::span<const KvHeadView> kv, std::span<float* const> col_sums,
-                           ThreadPool& pool);
+                           ThreadPool& pool, const float* lse = nullptr);
 
 // Scalar oracle for tests: materializes each row's scores and uses a two-pass softmax in double.
 void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
