@@ -16,6 +16,7 @@ Action add_eval(CLI::App& app);
 Action add_eval_suite(CLI::App& app, const std::string& suite);
 Action add_bench(CLI::App& app);
 Action add_chat(CLI::App& app);
+Action add_serve(CLI::App& app);
 
 // The model used when -m is not given: the one scripts/setup.sh downloads.
 inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add("chat", "a multi-turn conversation on stdin, each turn appended to the (compressed) cache",
       snapkv::cli::add_chat);
   add("inspect", "print a GGUF file's architecture, tokenizer and tensors", snapkv::cli::add_inspect);
+  add("serve", "an OpenAI-compatible HTTP server with per-request KV compression and continuous batching",
+      snapkv::cli::add_serve);
   add("eval", "evaluate KV-cache compression (fidelity, ...)", snapkv::cli::add_eval);
   add("bench", "side-by-side speed and memory measurements", snapkv::cli::add_bench);
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "util/error.h"
+
+#include <cctype>
 #include <fstream>
 #include <string>
 
@@ -25,6 +28,31 @@ std::string format_bytes(double bytes) {
   if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
   if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
   return fmt::format("{:.0f} B", bytes);
+}
+
+size_t parse_bytes(std::string_view text) {
+  size_t i = 0;
+  double value = 0;
+  bool digits = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, digits = true) value = value * 10 + (text[i] - '0');
+  if (!digits) fail(ErrorKind::kInvalidArgument, "'{}' is not a size (e.g. 2GiB, 512MiB)", text);
+  std::string_view unit = text.substr(i);
+  double scale = 1;
+  if (!unit.empty()) {
+    const std::string_view units = "KMGT";
+    const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (u != std::string_view::npos) {
+      scale = static_cast<double>(size_t{1} << (10 * (u + 1)));
+      unit.remove_prefix(1);
+      if (unit == "iB" || unit == "B") unit = {};
+    } else if (unit == "B") {
+      unit = {};
+    }
+  }
+  if (!unit.empty()) fail(ErrorKind::kInvalidArgument, "'{}' is not a size (units: K, M, G, T, e.g. 2GiB)", text);
+  const double bytes = value * scale;
+  if (bytes > 1e18) fail(ErrorKind::kInvalidArgument, "'{}' is too large a size", text);
+  return static_cast<size_t>(bytes);
 }
 
 }  // namespace snapkv

@@ -3,6 +3,8 @@
 #include <atomic>
 
 #include "kv/kv_cache.h"
+#include "util/error.h"
+#include "util/memory.h"
 #include "util/thread_pool.h"
 #include "util/utf8.h"
 
@@ -18,6 +20,18 @@ TEST(Utf8Stream, HoldsIncompleteCharacters) {
   EXPECT_EQ(s.push("\xF0\x9F"), "");
   EXPECT_EQ(s.flush(), "\xF0\x9F");
   EXPECT_EQ(s.push("\xFF" "c"), "\xFF" "c");  // a byte that cannot lead passes through
+}
+
+TEST(ParseBytes, UnitsAreBinary) {
+  EXPECT_EQ(parse_bytes("2GiB"), size_t{2} << 30);
+  EXPECT_EQ(parse_bytes("512MiB"), size_t{512} << 20);
+  EXPECT_EQ(parse_bytes("64k"), size_t{64} << 10);
+  EXPECT_EQ(parse_bytes("1G"), size_t{1} << 30);
+  EXPECT_EQ(parse_bytes("1000"), 1000u);
+  EXPECT_EQ(parse_bytes("1000B"), 1000u);
+  for (const char* bad : {"", "GiB", "2 GiB", "2XB", "2GiBs", "-1G", "99999999999T"}) {
+    EXPECT_THROW(parse_bytes(bad), Error) << bad;
+  }
 }
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {

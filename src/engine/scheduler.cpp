@@ -1,0 +1,322 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "engine/sampler.h"
+#include "engine/stop_strings.h"
+#include "kv/kv_bound.h"
+#include "util/error.h"
+#include "util/timer.h"
+#include "util/utf8.h"
+
+namespace snapkv {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kTimeout: return "timeout";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+std::string SchedulerOptions::validate() const {
+  if (kv_memory == 0) return "the KV memory budget must be positive";
+  if (max_batch < 1 || max_batch > 256) return "the batch size must be between 1 and 256";
+  if (max_queue < 0 || max_queue > 4096) return "the queue length must be between 0 and 4096";
+  if (n_ctx < 0) return "the context size must be positive";
+  if (!(prefill_slice_s > 0)) return "the prefill slice must be positive";
+  return {};
+}
+
+Sequence::Update Sequence::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, timeout, [&] { return !text_.empty() || done_ || (started_ && !reported_start_); });
+  Update u;
+  u.text.swap(text_);
+  u.started = started_;
+  reported_start_ = started_;
+  u.done = done_;
+  u.reason = reason_;
+  u.error = error_;
+  u.stats = stats_;
+  return u;
+}
+
+void Sequence::emit(std::string_view text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard lk(mu_);
+    text_ += text;
+  }
+  cv_.notify_all();
+}
+
+void Sequence::set_started() {
+  {
+    std::lock_guard lk(mu_);
+    started_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Sequence::finish(FinishReason reason, std::string error) {
+  {
+    std::lock_guard lk(mu_);
+    done_ = true;
+    reason_ = reason;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+// A sequence the loop thread is running.
+struct Scheduler::Running {
+  std::shared_ptr<Sequence> seq;
+  SequenceRequest req;
+  std::unique_ptr<Session> session;
+  Sampler sampler;
+  StopMatcher stops;
+  Utf8Stream utf8;
+  SequenceStats stats;
+  Timer timer;  // of the current phase
+  bool decoding = false, done = false;
+
+  Running(const Model& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
+      : seq(q.seq), req(std::move(q.request)),
+        session(std::make_unique<Session>(model, n_ctx, pool, SessionOptions{kv_type, req.press})),
+        sampler(req.params.sampling), stops(req.stop) {
+    stats.n_prompt = static_cast<int>(req.prompt.size());
+    stats.kv_reserved = q.reserve;
+    stats.queue_s = std::chrono::duration<double>(Clock::now() - q.since).count();
+  }
+};
+
+Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
+    : model_(model), tokenizer_(tokenizer), opt_(options),
+      n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train), pool_(n_threads) {
+  if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t Scheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const {
+  const ModelHparams& h = model_.hparams();
+  const int stored = press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head : h.n_head_kv;
+  const size_t entry = 2 * static_cast<size_t>(h.head_dim) * kv_type_size(opt_.kv_type) + sizeof(int32_t);
+  return static_cast<size_t>(kv_entries_bound(press, h.n_layer, n_prompt, n_generate)) * stored * entry;
+}
+
+std::shared_ptr<Sequence> Scheduler::submit(SequenceRequest request, Rejection* rejected) {
+  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (n_prompt == 0) fail(ErrorKind::kInvalidArgument, "the prompt is empty");
+  if (n_prompt >= n_ctx_) {
+    fail(ErrorKind::kOutOfRange, "the prompt has {} tokens, but the context holds {} (prompt and answer)", n_prompt,
+         n_ctx_);
+  }
+  if (const std::string err = request.params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (const std::string err = request.press.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  request.params.max_tokens = static_cast<int>(std::min<int64_t>(request.params.max_tokens, n_ctx_ - n_prompt));
+  const size_t reserve = kv_bound_bytes(request.press, n_prompt, request.params.max_tokens);
+  std::lock_guard lk(mu_);
+  if (stopping_) {
+    *rejected = {Rejection::kShuttingDown, "the server is shutting down"};
+    return nullptr;
+  }
+  if (reserve > opt_.kv_memory) {
+    *rejected = {Rejection::kTooLarge,
+                 fmt::format("the request may need {} bytes of KV cache, more than the server's budget of {} "
+                             "(compress it, e.g. kv_compression.capacity, or ask for fewer tokens)",
+                             reserve, opt_.kv_memory)};
+    return nullptr;
+  }
+  if (static_cast<int>(queue_.size()) >= opt_.max_queue) {
+    *rejected = {Rejection::kQueueFull, fmt::format("{} requests are already waiting", queue_.size())};
+    return nullptr;
+  }
+  auto seq = std::make_shared<Sequence>();
+  queue_.push_back({std::move(request), seq, reserve, Clock::now()});
+  ++metrics_.queued;
+  cv_.notify_all();
+  return seq;
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+  std::lock_guard lk(mu_);
+  return metrics_;
+}
+
+void Scheduler::end(Running& r, FinishReason reason, std::string error) {
+  const std::string rest = r.utf8.flush();
+  r.seq->emit(r.stops.push(rest));
+  r.seq->emit(r.stops.flush());
+  (r.decoding ? r.stats.decode_s : r.stats.prefill_s) = r.timer.seconds();
+  r.stats.kv_bytes = r.session->kv().bytes();
+  r.stats.kv_full_bytes = r.session->kv_full_bytes();
+  {
+    std::lock_guard lk(r.seq->mu_);
+    r.seq->stats_ = r.stats;
+  }
+  r.seq->finish(reason, std::move(error));
+  r.done = true;
+  r.session.reset();  // the memory goes back at once
+}
+
+void Scheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
+  std::lock_guard lk(mu_);
+  // Queued requests whose client left or whose deadline passed end before they start.
+  const Clock::time_point now = Clock::now();
+  std::erase_if(queue_, [&](Queued& q) {
+    if (q.seq->cancelled_) {
+      q.seq->finish(FinishReason::kCancelled, "cancelled while waiting");
+    } else if (q.request.deadline && now >= *q.request.deadline) {
+      q.seq->finish(FinishReason::kTimeout, "timed out waiting for KV memory or a batch slot");
+    } else {
+      return false;
+    }
+    return true;
+  });
+  // FIFO: the first request waits for memory rather than being overtaken by smaller ones.
+  while (!queue_.empty() && static_cast<int>(running.size()) < opt_.max_batch && !stopping_) {
+    Queued& q = queue_.front();
+    if (metrics_.kv_reserved + q.reserve > opt_.kv_memory) break;
+    std::unique_ptr<Running> r;
+    try {
+      r = std::make_unique<Running>(model_, n_ctx_, pool_, opt_.kv_type, q);
+      r->session->begin_prefill(r->req.prompt);
+    } catch (const std::exception& e) {
+      q.seq->finish(FinishReason::kError, e.what());
+      queue_.pop_front();
+      continue;
+    }
+    queue_.pop_front();
+    r->seq->set_started();
+    metrics_.kv_reserved += r->stats.kv_reserved;
+    metrics_.prompt_tokens += r->stats.n_prompt;
+    running.push_back(std::move(r));
+  }
+  metrics_.queued = static_cast<int>(queue_.size());
+  metrics_.running = static_cast<int>(running.size());
+}
+
+void Scheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
+  Timer slice;
+  for (auto& r : running) {
+    if (r->done || r->decoding) continue;
+    try {
+      while (slice.seconds() < opt_.prefill_slice_s) {
+        if (!r->session->prefill_step()) continue;
+        r->stats.prefill_s = r->timer.seconds();
+        r->timer.reset();
+        r->decoding = true;
+        break;
+      }
+    } catch (const std::exception& e) {
+      end(*r, FinishReason::kError, e.what());
+    }
+    if (slice.seconds() >= opt_.prefill_slice_s) break;
+  }
+  std::lock_guard lk(mu_);
+  metrics_.prefill_s += slice.seconds();
+}
+
+void Scheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
+  std::vector<Session*> batch;
+  std::vector<int32_t> tokens;
+  int64_t sampled = 0;
+  for (auto& rp : running) {
+    Running& r = *rp;
+    if (r.done || !r.decoding) continue;
+    if (r.stats.n_generated >= r.req.params.max_tokens) {
+      end(r, FinishReason::kLength);
+      continue;
+    }
+    const int32_t id = r.sampler.sample(r.session->logits(), r.session->tokens());
+    if (r.req.params.stop_at_eog && tokenizer_.is_eog(id)) {
+      end(r, FinishReason::kStop);
+      continue;
+    }
+    ++r.stats.n_generated;
+    ++sampled;
+    r.seq->emit(r.stops.push(r.utf8.push(tokenizer_.token_piece(id))));
+    if (r.stops.stopped()) {
+      end(r, FinishReason::kStop);
+    } else if (r.stats.n_generated >= r.req.params.max_tokens || r.session->n_past() >= r.session->n_ctx()) {
+      end(r, FinishReason::kLength);
+    } else {
+      batch.push_back(r.session.get());
+      tokens.push_back(id);
+    }
+  }
+  Timer t;
+  Session::decode_batch(batch, tokens);
+  std::lock_guard lk(mu_);
+  metrics_.generated_tokens += sampled;
+  if (!batch.empty()) {
+    metrics_.decode_s += t.seconds();
+    ++metrics_.decode_steps;
+  }
+}
+
+void Scheduler::loop() {
+  std::vector<std::unique_ptr<Running>> running;
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stopping_ || !running.empty() || !queue_.empty(); });
+      if (stopping_) break;
+    }
+    const Clock::time_point now = Clock::now();
+    for (auto& r : running) {
+      if (r->seq->cancelled_) {
+        end(*r, FinishReason::kCancelled);
+      } else if (r->req.deadline && now >= *r->req.deadline) {
+        end(*r, FinishReason::kTimeout);
+      }
+    }
+    try {
+      admit(running);
+      prefill_slice(running);
+      decode_step(running);
+    } catch (const std::exception& e) {
+      // An engine failure ends the sequences it may have touched, not the server.
+      for (auto& r : running) {
+        if (!r->done) end(*r, FinishReason::kError, e.what());
+      }
+    }
+    std::lock_guard lk(mu_);
+    for (auto& r : running) {
+      if (r->done) metrics_.kv_reserved -= r->stats.kv_reserved;
+    }
+    std::erase_if(running, [](const auto& r) { return r->done; });
+    metrics_.running = static_cast<int>(running.size());
+    metrics_.kv_bytes = metrics_.kv_full_bytes = 0;
+    for (const auto& r : running) {
+      metrics_.kv_bytes += r->session->kv().bytes();
+      metrics_.kv_full_bytes += r->session->kv_full_bytes();
+    }
+  }
+  // Shutting down: whatever is queued or running ends now, with the text it has.
+  std::lock_guard lk(mu_);
+  for (Queued& q : queue_) q.seq->finish(FinishReason::kCancelled, "the server is shutting down");
+  queue_.clear();
+  for (auto& r : running) {
+    if (!r->done) end(*r, FinishReason::kCancelled, "the server is shutting down");
+  }
+  metrics_ = {};
+}
+
+}  // namespace snapkv

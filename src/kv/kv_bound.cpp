@@ -1,0 +1,21 @@
+#include "kv/kv_bound.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace snapkv {
+
+int64_t kv_entries_bound(const PressConfig& press, int n_layer, int64_t n_prompt, int64_t n_generate) {
+  int64_t kept = n_prompt;
+  const bool whole = !press.compress_short && n_prompt <= press.capacity;
+  if (press.compresses() && !whole) {
+    kept = press.ratio > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(n_prompt) * (1 - press.ratio)))
+                           : std::min<int64_t>(n_prompt, press.capacity);
+  }
+  // Pressed layers hold `kept` entries on average (pyramidkv and ada_kv move budget between
+  // layers or heads, not add to it); the layer being pressed holds the whole prompt meanwhile.
+  const int64_t in_prefill = kept < n_prompt ? n_prompt : 0;
+  return static_cast<int64_t>(n_layer) * (kept + n_generate) + in_prefill;
+}
+
+}  // namespace snapkv

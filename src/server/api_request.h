@@ -1,0 +1,61 @@
+#pragma once
+// OpenAI-compatible request bodies (/v1/chat/completions, /v1/completions) parsed and validated
+// into what the scheduler runs. Every client mistake becomes an ApiError: an HTTP status and
+// OpenAI's error object naming the offending field.
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/chat_template.h"
+#include "engine/generate.h"
+#include "snapkv/press.h"
+
+namespace snapkv::server {
+
+struct ApiError : std::runtime_error {
+  ApiError(int status_, std::string type_, std::string param_, std::string code_, const std::string& message)
+      : std::runtime_error(message), status(status_), type(std::move(type_)), param(std::move(param_)),
+        code(std::move(code_)) {}
+  int status;
+  std::string type, param, code;
+};
+
+// A 400 invalid_request_error about one field.
+[[noreturn]] void bad_request(const std::string& param, const std::string& message);
+
+// {"error": {"message", "type", "param", "code"}}, null where empty.
+nlohmann::json error_body(const ApiError& e);
+
+// What a request may leave out, and the limits of this server.
+struct RequestDefaults {
+  std::string model_id;          // the one model served
+  int max_tokens = 512;          // when the request gives none
+  double timeout_s = 600;        // when the request gives none
+  PressConfig press;             // the server's compression, overlaid by kv_compression
+};
+
+struct ApiRequest {
+  bool chat = false;
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions, as text
+  std::vector<int32_t> prompt_ids;    // completions, as token ids (when given so)
+  GenerateParams params;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  double timeout_s = 0;
+  PressConfig press;
+};
+
+// Throws ApiError (400, or 404 for an unknown model) for anything malformed, of the wrong type or
+// out of range. Unknown top-level fields are ignored, as OpenAI clients send extras; unknown
+// kv_compression fields are errors.
+ApiRequest parse_request(const nlohmann::json& body, bool chat, const RequestDefaults& defaults);
+
+// The body parsed as JSON, or ApiError(400) quoting the parser.
+nlohmann::json parse_json_body(const std::string& body);
+
+}  // namespace snapkv::server

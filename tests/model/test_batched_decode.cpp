@@ -1,0 +1,284 @@
+// Continuous batching on the default model: sequences prefilled a piece at a time (interleaved)
+// and decoded together in one batched step follow transformers' greedy continuations
+// (greedy_llamacpp.json, tools/reference/make_llamacpp_fixture.py), and so do the answers the
+// scheduler streams; admission keeps the KV budget, cancellation and deadlines end sequences.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "engine/scheduler.h"
+#include "io/tokenizer.h"
+#include "reference_model.h"
+#include "util/utf8.h"
+
+namespace snapkv {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Logits; as in test_reference_greedy.cpp: only a tie this close may flip transformers' argmax.
+constexpr float kExactTie = 2e-3f;
+
+struct Case {
+  std::string name;
+  std::vector<int32_t> prompt, hf_ids;
+  std::vector<float> hf_margins;
+};
+
+std::vector<Case> fixture_cases() {
+  std::vector<Case> out;
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  for (const json& c : fx["cases"]) {
+    out.push_back({c["name"].get<std::string>(), c["prompt_ids"].get<std::vector<int32_t>>(),
+                   c["transformers_ids"].get<std::vector<int32_t>>(), c["transformers_margins"].get<std::vector<float>>()});
+  }
+  return out;
+}
+
+float margin(std::span<const float> row, int best) {
+  float second = -INFINITY;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (static_cast<int>(i) != best) second = std::max(second, row[i]);
+  }
+  return row[best] - second;
+}
+
+TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
+  const Model& model = *test::reference_model().model;
+  const std::vector<Case> cases = fixture_cases();
+  ThreadPool pool(2);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const Case& c : cases) {
+    sessions.push_back(std::make_unique<Session>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
+                                                 SessionOptions{KvType::kF32, {}}));
+    sessions.back()->begin_prefill(c.prompt);
+  }
+  // One piece of each unfinished prefill in turn.
+  for (bool pending = true; pending;) {
+    pending = false;
+    for (auto& s : sessions) {
+      if (s->prefilling() && !s->prefill_step()) pending = true;
+    }
+  }
+  std::vector<Session*> batch;
+  for (auto& s : sessions) batch.push_back(s.get());
+  const size_t n_steps = cases[0].hf_ids.size();
+  std::vector<std::vector<int32_t>> ids(cases.size());
+  std::vector<std::vector<float>> margins(cases.size());
+  for (size_t step = 0; step < n_steps; ++step) {
+    std::vector<int32_t> next;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::span<const float> row = sessions[i]->logits();
+      const int best = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+      ids[i].push_back(best);
+      margins[i].push_back(margin(row, best));
+      next.push_back(best);
+    }
+    if (step + 1 < n_steps) Session::decode_batch(batch, next);
+  }
+  int identical = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const size_t k = static_cast<size_t>(std::mismatch(ids[i].begin(), ids[i].end(), c.hf_ids.begin()).first - ids[i].begin());
+    if (k == c.hf_ids.size()) {
+      ++identical;
+      continue;
+    }
+    EXPECT_LT(c.hf_margins[k], kExactTie) << c.name << ": parted from transformers at step " << k;
+    EXPECT_LT(margins[i][k], kExactTie) << c.name << ": parted from transformers at step " << k;
+  }
+  std::printf("%d of %zu batched greedy continuations identical to transformers\n", identical, cases.size());
+  EXPECT_GE(identical, static_cast<int>(cases.size()) - 3);
+}
+
+// Waits for a sequence's end; returns its whole text and last update.
+std::pair<std::string, Sequence::Update> drain(Sequence& seq) {
+  std::string text;
+  for (;;) {
+    Sequence::Update u = seq.next(1000ms);
+    text += u.text;
+    if (u.done) return {text, u};
+  }
+}
+
+struct Served {
+  std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(*test::reference_model().file);
+  const Model& model = *test::reference_model().model;
+};
+
+SequenceRequest greedy_request(std::vector<int32_t> prompt, int max_tokens) {
+  SequenceRequest r;
+  r.prompt = std::move(prompt);
+  r.params.max_tokens = max_tokens;
+  r.params.stop_at_eog = false;
+  return r;
+}
+
+TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservation) {
+  Served s;
+  SchedulerOptions o;
+  o.max_batch = 4;  // 16 requests: admission, prefills beside decodes and changing batches
+  o.max_queue = 32;
+  o.kv_type = KvType::kF32;
+  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+  const std::vector<Case> cases = fixture_cases();
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  Rejection rejected{};
+  for (const Case& c : cases) {
+    seqs.push_back(scheduler.submit(greedy_request(c.prompt, static_cast<int>(c.hf_ids.size())), &rejected));
+    ASSERT_TRUE(seqs.back()) << rejected.message;
+  }
+  SequenceRequest pressed = greedy_request(cases.back().prompt, 8);  // the 1000-token essay
+  pressed.press.press = "snapkv";
+  pressed.press.capacity = 128;
+  pressed.press.window = 8;
+  const auto pressed_seq = scheduler.submit(pressed, &rejected);
+  ASSERT_TRUE(pressed_seq);
+
+  int compared = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto [text, u] = drain(*seqs[i]);
+    EXPECT_EQ(u.reason, FinishReason::kLength) << cases[i].name << ": " << u.error;
+    EXPECT_EQ(u.stats.n_prompt, static_cast<int>(cases[i].prompt.size()));
+    EXPECT_EQ(u.stats.n_generated, static_cast<int>(cases[i].hf_ids.size()));
+    EXPECT_EQ(u.stats.kv_bytes, u.stats.kv_full_bytes);
+    EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
+    // Where transformers had no near-tie, the streamed text is its continuation exactly.
+    const Case& c = cases[i];
+    if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
+    Utf8Stream utf8;
+    std::string expected;
+    for (const int32_t id : c.hf_ids) expected += utf8.push(s.tokenizer->token_piece(id));
+    expected += utf8.flush();
+    EXPECT_EQ(text, expected) << c.name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
+  const auto [text, u] = drain(*pressed_seq);
+  EXPECT_EQ(u.stats.n_generated, 8);
+  EXPECT_LT(u.stats.kv_bytes * 4, u.stats.kv_full_bytes) << "capacity 128 of a 1000-token prompt";
+  EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
+  // The loop updates its figures right after the step that ended the last sequence.
+  SchedulerMetrics m = scheduler.metrics();
+  for (int i = 0; i < 100 && m.running > 0; ++i, m = scheduler.metrics()) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.kv_reserved, 0u);
+  EXPECT_GT(m.decode_steps, 0);
+}
+
+TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
+  Served s;
+  const std::vector<int32_t> prompt = fixture_cases().back().prompt;
+  SchedulerOptions o;
+  o.max_batch = 8;
+  o.max_queue = 3;
+  Scheduler probe(s.model, *s.tokenizer, 1, o);
+  const size_t bound = probe.kv_bound_bytes(PressConfig{}, static_cast<int64_t>(prompt.size()), 4);
+  o.kv_memory = bound * 5 / 2;  // room for two full-cache requests
+  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+
+  Rejection rejected{};
+  EXPECT_FALSE(scheduler.submit(greedy_request(prompt, 2000), &rejected));  // could never fit
+  EXPECT_EQ(rejected.kind, Rejection::kTooLarge);
+  EXPECT_NE(rejected.message.find("budget"), std::string::npos) << rejected.message;
+
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  int queue_full = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto seq = scheduler.submit(greedy_request(prompt, 4), &rejected);
+    if (seq) {
+      seqs.push_back(seq);
+    } else {
+      EXPECT_EQ(rejected.kind, Rejection::kQueueFull);
+      ++queue_full;
+    }
+  }
+  EXPECT_GE(queue_full, 1) << "8 requests at once with 2 running and 3 waiting";
+  std::vector<bool> finished(seqs.size());
+  while (std::count(finished.begin(), finished.end(), false) > 0) {
+    const SchedulerMetrics m = scheduler.metrics();
+    EXPECT_LE(m.kv_reserved, o.kv_memory);
+    EXPECT_LE(m.running, 2);
+    EXPECT_LE(m.queued, 3);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (finished[i]) continue;
+      const Sequence::Update u = seqs[i]->next(0ms);
+      if (!u.done) continue;
+      finished[i] = true;
+      EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+TEST(Scheduler, CancellationAndDeadlinesEndSequencesAndFreeTheirMemory) {
+  Served s;
+  Scheduler scheduler(s.model, *s.tokenizer, 2, SchedulerOptions{});
+  const std::vector<int32_t> prompt = fixture_cases()[1].prompt;
+  Rejection rejected{};
+  const auto cancelled = scheduler.submit(greedy_request(prompt, 4000), &rejected);
+  SequenceRequest late = greedy_request(prompt, 4000);
+  late.deadline = Clock::now() + 500ms;
+  const auto timed_out = scheduler.submit(late, &rejected);
+  ASSERT_TRUE(cancelled && timed_out);
+  std::string text;
+  while (text.size() < 20) text += cancelled->next(1000ms).text;  // it is generating
+  cancelled->cancel();
+  const auto [rest, u] = drain(*cancelled);
+  EXPECT_EQ(u.reason, FinishReason::kCancelled);
+  EXPECT_LT(u.stats.n_generated, 4000);
+  const auto [text2, u2] = drain(*timed_out);
+  EXPECT_EQ(u2.reason, FinishReason::kTimeout);
+  EXPECT_LT(u2.stats.n_generated, 4000);
+  std::this_thread::sleep_for(200ms);
+  const SchedulerMetrics m = scheduler.metrics();
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.kv_bytes, 0u);
+  EXPECT_EQ(m.kv_reserved, 0u);
+}
+
+// Issue 5's measure: the same KV budget admits >= 4x as many 7K-token requests with SnapKV
+// C=1024 as with the full cache (admission reserves each request's bound at once).
+TEST(Scheduler, SnapKvFitsFourTimesAsManyLongRequestsInOneBudget) {
+  Served s;
+  const std::vector<int32_t> prompt(7168, 1000);  // admission looks at lengths only
+  PressConfig snapkv;
+  snapkv.press = "snapkv";
+  snapkv.capacity = 1024;
+  SchedulerOptions o;
+  o.max_batch = 64;
+  o.max_queue = 64;
+  {
+    Scheduler probe(s.model, *s.tokenizer, 1, o);
+    o.kv_memory = 4 * probe.kv_bound_bytes(PressConfig{}, 7168, 128) + 1;  // four full-cache requests
+  }
+  int admitted[2] = {0, 0};
+  for (int pressed = 0; pressed < 2; ++pressed) {
+    Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+    std::vector<std::shared_ptr<Sequence>> seqs;
+    Rejection rejected{};
+    for (int i = 0; i < 24; ++i) {
+      SequenceRequest r = greedy_request(prompt, 128);
+      if (pressed) r.press = snapkv;
+      seqs.push_back(scheduler.submit(r, &rejected));
+      ASSERT_TRUE(seqs.back()) << rejected.message;
+    }
+    // Admission takes what fits in one pass; the 7K-token prefills then run for many seconds.
+    SchedulerMetrics m = scheduler.metrics();
+    for (int i = 0; i < 1000 && m.running == 0; ++i, m = scheduler.metrics()) std::this_thread::sleep_for(10ms);
+    admitted[pressed] = m.running;
+    EXPECT_LE(m.kv_reserved, o.kv_memory);
+    for (auto& q : seqs) q->cancel();
+  }
+  std::printf("one KV budget of %.0f MiB admits %d full-cache and %d SnapKV C=1024 requests of 7168 tokens\n",
+              static_cast<double>(o.kv_memory) / (1 << 20), admitted[0], admitted[1]);
+  EXPECT_EQ(admitted[0], 4);
+  EXPECT_GE(admitted[1], 4 * admitted[0]);
+}
+
+}  // namespace
+}  // namespace snapkv

@@ -1,0 +1,159 @@
+// Request parsing and validation of the OpenAI-compatible API: every class of bad input is an
+// ApiError with the right status, field and a readable message; a full request maps to the
+// engine's parameters.
+#include <gtest/gtest.h>
+
+#include "server/api_request.h"
+#include "server/api_response.h"
+
+namespace snapkv::server {
+namespace {
+
+using nlohmann::json;
+
+RequestDefaults defaults() {
+  RequestDefaults d;
+  d.model_id = "smol";
+  d.max_tokens = 100;
+  d.press.press = "snapkv";
+  d.press.capacity = 512;
+  return d;
+}
+
+ApiError error_of(const std::string& body, bool chat = true) {
+  try {
+    parse_request(parse_json_body(body), chat, defaults());
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return ApiError(0, "", "", "", "");
+}
+
+TEST(ServerApi, FullChatRequestMapsToEngineParameters) {
+  const ApiRequest r = parse_request(parse_json_body(R"({
+      "model": "smol", "messages": [{"role": "system", "content": "Be brief."},
+                                    {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "!"}]}],
+      "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "seed": 3, "stop": ["\n", "END"],
+      "stream": true, "stream_options": {"include_usage": true}, "timeout": 30, "user": "ignored",
+      "kv_compression": {"press": "pyramidkv", "capacity": 256, "window": 16, "kernel": 5, "pool": "avg"}})"),
+                                     true, defaults());
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "Hi!");
+  EXPECT_EQ(r.params.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.params.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.params.sampling.top_k, 40);
+  EXPECT_EQ(r.params.sampling.seed, 3u);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_DOUBLE_EQ(r.timeout_s, 30);
+  EXPECT_EQ(r.press.press, "pyramidkv");
+  EXPECT_EQ(r.press.capacity, 256);
+  EXPECT_EQ(r.press.window, 16);
+  EXPECT_EQ(r.press.kernel, 5);
+  EXPECT_EQ(r.press.pool, PoolKind::kAvg);
+}
+
+TEST(ServerApi, DefaultsComeFromTheServer) {
+  const ApiRequest r = parse_request(parse_json_body(R"({"prompt": "Once upon a time"})"), false, defaults());
+  EXPECT_EQ(r.prompt, "Once upon a time");
+  EXPECT_EQ(r.params.max_tokens, 100);
+  EXPECT_EQ(r.press.press, "snapkv");
+  EXPECT_EQ(r.press.capacity, 512);
+  EXPECT_FALSE(r.stream);
+  const ApiRequest ids = parse_request(parse_json_body(R"({"prompt": [1, 2, 3], "max_completion_tokens": 0})"), false,
+                                       defaults());
+  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(ids.params.max_tokens, 0);
+}
+
+TEST(ServerApi, MalformedJsonIs400) {
+  for (const char* body : {"", "{", "{\"messages\": [}", "[1, 2]", "\"text\"", "{\"a\": 1} trailing"}) {
+    const ApiError e = error_of(body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.type, "invalid_request_error") << body;
+  }
+}
+
+TEST(ServerApi, WrongTypesName400TheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"messages": "hi"})", "messages"},
+      {R"({"messages": []})", "messages"},
+      {R"({"messages": [{"role": "user"}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "10"})", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5})", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "temperature"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [1]})", "stop[0]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": "snapkv"})", "kv_compression"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": {"capacity": "big"}})", "kv_compression.capacity"},
+  };
+  for (const auto& [body, param] : cases) {
+    const ApiError e = error_of(body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, param) << body << ": " << e.what();
+  }
+  EXPECT_EQ(error_of(R"({"prompt": {"text": "x"}})", false).param, "prompt");
+  EXPECT_EQ(error_of(R"({"prompt": ["a", "b"]})", false).param, "prompt");
+  EXPECT_EQ(error_of(R"({"prompt": [1, -2]})", false).param, "prompt");
+  EXPECT_EQ(error_of(R"({"messages": []})", false).param, "prompt");
+}
+
+TEST(ServerApi, NegativeOrAbsurdParametersAre400) {
+  const std::string head = R"({"messages": [{"role": "user", "content": "x"}], )";
+  for (const char* tail : {R"("max_tokens": -1})", R"("max_tokens": 1e12})", R"("temperature": -0.1})",
+                           R"("temperature": 1e9})", R"("top_p": 1.5})", R"("top_k": -3})", R"("n": 2})",
+                           R"("timeout": 0})", R"("timeout": -5})", R"("presence_penalty": 1})",
+                           R"("stop": ["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})"}) {
+    const ApiError e = error_of(head + tail);
+    EXPECT_EQ(e.status, 400) << tail;
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+}
+
+TEST(ServerApi, UnknownModelIs404AndUnknownPressIs400) {
+  const ApiError model = error_of(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})");
+  EXPECT_EQ(model.status, 404);
+  EXPECT_EQ(model.code, "model_not_found");
+  EXPECT_NE(std::string(model.what()).find("smol"), std::string::npos) << model.what();
+
+  const std::string head = R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": )";
+  for (const char* kv : {R"({"press": "nope"})", R"({"kernel": 4})", R"({"capacity": 16, "window": 32})",
+                         R"({"pool": "median"})", R"({"capacity": 0})", R"({"ratio": 1.5})", R"({"colour": 1})"}) {
+    const ApiError e = error_of(head + kv + "}");
+    EXPECT_EQ(e.status, 400) << kv;
+    EXPECT_EQ(e.param.rfind("kv_compression", 0), 0u) << kv << ": " << e.param;
+  }
+}
+
+TEST(ServerApi, ErrorBodyHasOpenAiShape) {
+  const json body = error_body(ApiError(429, "server_busy", "", "queue_full", "busy"));
+  EXPECT_EQ(body["error"]["message"], "busy");
+  EXPECT_EQ(body["error"]["type"], "server_busy");
+  EXPECT_TRUE(body["error"]["param"].is_null());
+  EXPECT_EQ(body["error"]["code"], "queue_full");
+}
+
+TEST(ServerApi, StreamChunksFollowOpenAi) {
+  const ResponseHead chat{"chatcmpl-1", true, "smol", 1};
+  const json first = chunk_body(chat, "Hel", true, FinishReason::kNone);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(first["choices"][0]["delta"]["content"], "Hel");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  const json last = chunk_body(chat, "", false, FinishReason::kStop);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  const ResponseHead text{"cmpl-2", false, "smol", 1};
+  EXPECT_EQ(chunk_body(text, "lo", false, FinishReason::kNone)["choices"][0]["text"], "lo");
+  EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+  // Generated text cut inside a UTF-8 character does not make the body unwritable.
+  EXPECT_NE(dump_json(json{{"t", std::string("\xE2\x82")}}).find("\"t\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace snapkv::server
