@@ -143,7 +143,8 @@ std::vector<float> Session::prefill_all_logits(std::span<const int32_t> tokens) 
 
 size_t Session::kv_full_bytes() const {
   const ModelHparams& h = model_.hparams();
-  return static_cast<size_t>(n_past()) * h.n_layer * h.n_head_kv * kv_.entry_bytes();
+  const size_t n = static_cast<size_t>(n_past()) + (pass_ ? pass_tokens_.size() : 0);
+  return n * h.n_layer * h.n_head_kv * kv_.entry_bytes();
 }
 
 void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {

@@ -54,7 +54,7 @@ class Session {
   int n_past() const { return static_cast<int>(tokens_.size()); }
   int n_ctx() const { return n_ctx_; }
   const KvCache& kv() const { return kv_; }
-  // Bytes the uncompressed cache would hold for the same tokens.
+  // Bytes the uncompressed cache would hold for the same tokens (a prefill's included while it runs).
   size_t kv_full_bytes() const;
   // Null when the press is "full".
   const Compressor* compressor() const { return compressor_.get(); }
