@@ -69,6 +69,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHARS_PER_TOKEN = 4.2
 LLAMA = "llama.cpp"
+STOP = threading.Event()  # set by SIGTERM / SIGINT
 
 
 def log(msg: str):
@@ -94,55 +95,54 @@ def _cpu_ticks() -> dict[int, tuple[int, str]]:
     return out
 
 
-def busy_processes(exclude: set[int], interval: float = 1.0, threshold: float = 0.2) -> list[str]:
-    """Processes other than ours that used more than `threshold` of a core over `interval`."""
-    hz = os.sysconf("SC_CLK_TCK")
-    a = _cpu_ticks()
-    time.sleep(interval)
-    b = _cpu_ticks()
-    busy = []
-    for pid, (ticks, name) in b.items():
-        if pid in exclude or pid not in a:
-            continue
-        cpu = (ticks - a[pid][0]) / hz / interval
-        if cpu > threshold:
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                cmd = name
-            busy.append(f"{pid} {cpu:.0%} {(cmd or name)[:80]}")
-    return busy
+def _busy_ticks() -> int:
+    """Ticks all CPUs spent busy (/proc/stat: user nice system irq softirq steal), processes that
+    have come and gone included, which per-process snapshots would miss (a build's compiler runs)."""
+    f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in f[:8])
+    return user + nice + system + irq + softirq + steal
 
 
-def foreign_cpu(before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]], exclude: set[int],
-                seconds: float) -> tuple[float, list[str]]:
-    """Cores that processes other than ours used between two _cpu_ticks() snapshots, and the top ones."""
-    hz = os.sysconf("SC_CLK_TCK")
-    used = []
-    for pid, (ticks, name) in after.items():
-        if pid not in exclude:
-            d = (ticks - before.get(pid, (0, ""))[0]) / hz
-            if d > 0:
-                used.append((d, f"{pid} {name}"))
-    used.sort(reverse=True)
-    total = sum(d for d, _ in used) / max(seconds, 1e-9)
-    return total, [f"{n} {d / max(seconds, 1e-9):.0%}" for d, n in used[:3] if d / max(seconds, 1e-9) > 0.02]
+class CpuWatch:
+    """CPU that processes other than `exclude` (this script, the servers) use between start() and
+    stop(): all busy time minus ours."""
+
+    def __init__(self, exclude: set[int]):
+        self.exclude = exclude
+
+    def start(self):
+        self.t = time.monotonic()
+        self.busy = _busy_ticks()
+        self.procs = _cpu_ticks()
+
+    def stop(self) -> tuple[float, list[str]]:
+        hz = os.sysconf("SC_CLK_TCK")
+        seconds = max(time.monotonic() - self.t, 1e-3)
+        procs = _cpu_ticks()
+        ours = sum(t - self.procs.get(pid, (0, ""))[0] for pid, (t, _) in procs.items() if pid in self.exclude)
+        others = max(0, _busy_ticks() - self.busy - ours) / hz / seconds
+        top = sorted(((t - self.procs.get(pid, (0, ""))[0], pid, name) for pid, (t, name) in procs.items()
+                      if pid not in self.exclude), reverse=True)[:3]
+        return others, [f"{pid} {name} {t / hz / seconds:.0%}" for t, pid, name in top if t / hz / seconds > 0.02]
 
 
-def wait_quiet(exclude: set[int], timeout: float) -> list[str]:
+def wait_quiet(exclude: set[int], timeout: float, threshold: float) -> list[str]:
+    """Waits until other processes use less than `threshold` cores for 3 s in a row."""
     t0 = time.monotonic()
     last = 0.0
+    watch = CpuWatch(exclude)
     while True:
-        busy = busy_processes(exclude)
-        if not busy:
+        watch.start()
+        time.sleep(3)
+        others, top = watch.stop()
+        if others <= threshold or STOP.is_set():
             return []
         if time.monotonic() - t0 >= timeout:
-            log(f"WARNING: measuring on a busy machine (waited {timeout:.0f} s): {'; '.join(busy)}")
-            return busy
+            log(f"WARNING: measuring on a busy machine (waited {timeout:.0f} s): others use {others:.2f} cores: {top}")
+            return [f"{others:.2f} cores"] + top
         if time.monotonic() - last >= 60:
-            log(f"waiting for a quiet machine: {'; '.join(busy)}")
+            log(f"waiting for a quiet machine: others use {others:.2f} cores: {top}")
             last = time.monotonic()
-        time.sleep(4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,8 +393,9 @@ def send(c: Contender, prompt: str, max_tokens: int, timeout: float, t0: float) 
 
 
 def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: int, args, exclude: set[int]) -> dict:
-    busy = wait_quiet(exclude, args.quiet_timeout)
-    ticks0 = _cpu_ticks()
+    busy = wait_quiet(exclude, args.quiet_timeout, args.max_foreign_cpu)
+    watch = CpuWatch(exclude)
+    watch.start()
     m0 = c.metrics()
     log_before = len(c.log_text()) if not c.is_snapkv else 0
     results: list[Req | None] = [None] * len(prompts)
@@ -415,9 +416,14 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
     reqs: list[Req] = results  # type: ignore[assignment]
     wall = max(r.t_end for r in reqs)
     m1 = c.metrics()
-    # Children started before ticks0 (the servers) are excluded; a process that started during the
-    # run counts all its time, which is what it took from us.
-    others, top = foreign_cpu(ticks0, _cpu_ticks(), exclude, wall)
+    if c.is_snapkv:
+        # the scheduler adds a step's tokens to /metrics after the responses it ended have gone out
+        want = m0.get("snapkv_generated_tokens_total", 0) + sum(r.completion_tokens for r in reqs if r.usage)
+        deadline = time.monotonic() + 2
+        while m1.get("snapkv_generated_tokens_total", 0) < want and time.monotonic() < deadline:
+            time.sleep(0.05)
+            m1 = c.metrics()
+    others, top = watch.stop()
     B = len(prompts)
     out: dict = {"contender": c.name, "batch": B, "max_tokens": max_tokens, "wall_s": wall, "busy": busy,
                  "foreign_cpu": others, "foreign_top": top, "requests": [asdict(r) for r in reqs]}
@@ -584,6 +590,15 @@ def main() -> int:
     discarded: list[dict] = []
 
     contenders = build_contenders(args)
+
+    def stop_soon(signum, frame):  # SIGTERM / SIGINT: finish with what has been measured, stop the servers
+        if STOP.is_set():
+            raise KeyboardInterrupt
+        STOP.set()
+        log("interrupted: stopping after the measurement under way (again: at once)")
+
+    signal.signal(signal.SIGTERM, stop_soon)
+    signal.signal(signal.SIGINT, stop_soon)
     for c in contenders:
         c.request_timeout = args.request_timeout
     exclude = {os.getpid()}
@@ -607,17 +622,23 @@ def main() -> int:
                 raise SystemExit(f"{c.name}: warm-up request failed: {r.status} {r.error}\n{c.log_tail()}")
         t_start = time.monotonic()
         for n, (rep, b, kind) in enumerate(plan):
+            if STOP.is_set():
+                break
             order = contenders[n % len(contenders):] + contenders[:n % len(contenders)]
             for c in order:
+                if STOP.is_set():
+                    break
                 max_tokens = 1 + args.new_tokens if kind == "gen" else 1
                 ps = prompts[(rep, b, kind)]
                 for attempt in range(args.max_retries + 1):
+                    if attempt and STOP.is_set():
+                        break
                     log(f"[{n + 1}/{len(plan)}] rep {rep + 1} B={b} {kind:7s} {c.name}"
                         + (f" (again: other processes used {res['foreign_cpu']:.2f} cores: {res['foreign_top']})"
                            if attempt else "") + " ...")
                     res = run_batch(c, ps, max_tokens, args, exclude)
                     res.update({"rep": rep, "kind": kind, "attempt": attempt})
-                    if res["foreign_cpu"] <= args.max_foreign_cpu or attempt == args.max_retries:
+                    if res["foreign_cpu"] <= args.max_foreign_cpu or attempt == args.max_retries or STOP.is_set():
                         break
                     res["discarded"] = True
                     discarded.append(res)
@@ -626,12 +647,16 @@ def main() -> int:
                     spare_at += b
                 res["busy"] = bool(res["busy"]) or res["foreign_cpu"] > args.max_foreign_cpu
                 results.append(res)
+                if STOP.is_set():
+                    break
                 if "errors" not in res:
                     log(f"    wall {res['wall_s']:.1f} s, prefill {res['prefill_s']:.1f} s, "
                         f"decode {fmt(res['decode_tok_s'])} tok/s (engine {fmt(res['engine_decode_tok_s'])}), "
                         f"mean decode batch {fmt(res['mean_decode_batch'], '.2f')}, completion {res['completion_tokens']}"
                         + (f", notes: {res['notes']}" if res.get("notes") else ""))
             log(f"    elapsed {time.monotonic() - t_start:.0f} s")
+    except KeyboardInterrupt:
+        log("interrupted at once: the measurement under way is lost")
     finally:
         for c in contenders:
             rc = c.stop()
@@ -646,6 +671,7 @@ def main() -> int:
     summary = summarize(args, contenders, results)
     report["summary"] = summary
     report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    report["interrupted"] = STOP.is_set()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print_table(args, summary, report)
@@ -702,6 +728,8 @@ def print_table(args, rows: list[dict], report: dict):
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" if i < 2 else "--:" for i in range(len(head))) + "|")
     for r in rows:
+        if not r["runs"]:
+            continue
         cells = [str(r["batch"]), r["contender"] + (" (busy!)" if r["busy"] else ""), fmt(r["decode_tok_s"]),
                  fmt(r["vs_llama_cpp"], ".2f"), fmt(r["vs_full"], ".2f")]
         if subtract:
