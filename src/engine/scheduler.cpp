@@ -143,15 +143,34 @@ std::shared_ptr<Sequence> Scheduler::submit(SequenceRequest request, Rejection* 
                              reserve, opt_.kv_memory)};
     return nullptr;
   }
-  if (static_cast<int>(queue_.size()) >= opt_.max_queue) {
-    *rejected = {Rejection::kQueueFull, fmt::format("{} requests are already waiting", queue_.size())};
+  const int waiting = n_waiting_with(reserve);
+  if (waiting > opt_.max_queue) {
+    *rejected = {Rejection::kQueueFull, fmt::format("{} requests are already waiting", waiting - 1)};
     return nullptr;
   }
   auto seq = std::make_shared<Sequence>();
   queue_.push_back({std::move(request), seq, reserve, Clock::now()});
-  ++metrics_.queued;
+  metrics_.queued = waiting;
   cv_.notify_all();
   return seq;
+}
+
+int Scheduler::n_waiting_with(size_t reserve) const {
+  int slots = opt_.max_batch - metrics_.running;
+  size_t memory = opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory);
+  int waiting = static_cast<int>(queue_.size()) + 1;
+  auto admissible = [&](size_t need) {
+    if (slots <= 0 || need > memory) return false;
+    --slots;
+    memory -= need;
+    --waiting;
+    return true;
+  };
+  for (const Queued& q : queue_) {
+    if (!admissible(q.reserve)) return waiting;
+  }
+  admissible(reserve);
+  return waiting;
 }
 
 SchedulerMetrics Scheduler::metrics() const {

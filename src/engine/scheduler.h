@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 struct SchedulerOptions {
   size_t kv_memory = size_t{2} << 30;  // bytes of KV cache all running sequences may hold
   int max_batch = 8;                   // sequences running at once (prefilling or decoding)
-  int max_queue = 16;                  // requests waiting for memory or a batch slot
+  int max_queue = 16;                  // requests waiting for memory or a batch slot (0: none)
   int n_ctx = 0;                       // context per sequence (0: the model's)
   KvType kv_type = KvType::kF16;
   double prefill_slice_s = 0.05;       // prefill time between two decode steps
@@ -131,6 +131,9 @@ class Scheduler {
   void prefill_slice(std::vector<std::unique_ptr<Running>>& running);
   void decode_step(std::vector<std::unique_ptr<Running>>& running);
   void end(Running& r, FinishReason reason, std::string error = {});
+  // Requests that would be left waiting for memory or a slot if one more, of `reserve` bytes,
+  // joined the queue and the loop admitted what it can at once (FIFO). mu_ held.
+  int n_waiting_with(size_t reserve) const;
 
   const Model& model_;
   const Tokenizer& tokenizer_;

@@ -198,6 +198,7 @@ TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
     }
   }
   EXPECT_GE(queue_full, 1) << "8 requests at once with 2 running and 3 waiting";
+  EXPECT_GE(seqs.size(), 5u) << "the two that fit at once do not count against the queue";
   std::vector<bool> finished(seqs.size());
   while (std::count(finished.begin(), finished.end(), false) > 0) {
     const SchedulerMetrics m = scheduler.metrics();
@@ -267,9 +268,13 @@ TEST(Scheduler, SnapKvFitsFourTimesAsManyLongRequestsInOneBudget) {
       seqs.push_back(scheduler.submit(r, &rejected));
       ASSERT_TRUE(seqs.back()) << rejected.message;
     }
-    // Admission takes what fits in one pass; the 7K-token prefills then run for many seconds.
+    // The loop admits what fits between prefill slices; the 7K-token prefills then run for many
+    // seconds. queued counts only the requests that cannot be admitted now, so running + queued
+    // reaches 24 once the loop has admitted every request that fits.
     SchedulerMetrics m = scheduler.metrics();
-    for (int i = 0; i < 1000 && m.running == 0; ++i, m = scheduler.metrics()) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 1000 && m.running + m.queued < 24; ++i, m = scheduler.metrics()) {
+      std::this_thread::sleep_for(10ms);
+    }
     admitted[pressed] = m.running;
     EXPECT_LE(m.kv_reserved, o.kv_memory);
     for (auto& q : seqs) q->cancel();
