@@ -65,6 +65,16 @@ HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ChatTem
     metrics_.count_request("/metrics", 200);
     res.set_content(metrics_.prometheus(scheduler_.metrics(), kv_budget_, max_batch_), "text/plain; version=0.0.4");
   });
+  // A known endpoint asked with the wrong method: 405 with the method it takes.
+  auto wrong_method = [this](const char* allow) {
+    return [this, allow](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allow);
+      reply_error(res, "other", ApiError(405, "invalid_request_error", "", "method_not_allowed",
+                                         fmt::format("{} {}: this endpoint takes {}", req.method, req.path, allow)));
+    };
+  };
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) svr_->Get(path, wrong_method("POST"));
+  for (const char* path : {"/v1/models", "/health", "/metrics"}) svr_->Post(path, wrong_method("GET"));
   // Errors httplib raises itself (unknown route, body over the limit, malformed request line)
   // get the same JSON shape as ours.
   svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {

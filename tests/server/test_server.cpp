@@ -186,10 +186,33 @@ TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
   }
   expect_error(c.Post(chat, std::string(100 << 10, ' '), "application/json"), 413, "oversized body");
   expect_error(c.Get("/v1/nothing"), 404, "unknown route");
+  auto get_chat = c.Get(chat);
+  expect_error(get_chat, 405, "GET on a POST endpoint");
+  if (get_chat) {
+    EXPECT_EQ(get_chat->get_header_value("Allow"), "POST");
+  }
+  expect_error(c.Post("/v1/models", "{}", "application/json"), 405, "POST on a GET endpoint");
   auto ok = c.Post(chat, chat_body("Say hi.", 4).dump(), "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_TRUE(server.alive());
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(Server, RequestsThatFitAtOnceAreNotQueued) {
+  // --max-queue bounds the requests left waiting; with free slots and memory nothing waits.
+  ServerProcess server("--max-batch 4 --max-queue 0");
+  std::vector<std::future<httplib::Result>> replies;
+  for (int i = 0; i < 4; ++i) {
+    replies.push_back(std::async(std::launch::async, [&] {
+      return server.client().Post("/v1/chat/completions", chat_body("Say hi.", 8).dump(), "application/json");
+    }));
+  }
+  for (auto& f : replies) {
+    const httplib::Result r = f.get();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
   EXPECT_EQ(server.stop(), 0);
 }
 
