@@ -66,6 +66,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from snapkv_server import SnapkvServer
+
 ROOT = Path(__file__).resolve().parent.parent
 CHARS_PER_TOKEN = 4.2
 LLAMA = "llama.cpp"
@@ -230,31 +232,19 @@ class Contender:
         self.port = 0
         self.request_timeout = 3600.0
         self.log = tempfile.NamedTemporaryFile(prefix=f"bench-server-{kind}-", suffix=".log", delete=False)
+        self.server: SnapkvServer | None = None
 
     @property
     def is_snapkv(self) -> bool:
         return self.kind == "snapkv"
 
     def start(self, timeout: float):
-        if self.is_snapkv:
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=self.log, text=True)
-            found: list[int] = []
-
-            def reader():
-                for line in self.proc.stdout:
-                    m = re.search(r"listening on http://[^:]+:(\d+)", line)
-                    if m and not found:
-                        found.append(int(m.group(1)))
-
-            threading.Thread(target=reader, daemon=True).start()
-            deadline = time.monotonic() + timeout
-            while not found and self.proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if not found:
-                self.stop()
-                raise SystemExit(f"{' '.join(self.cmd)}: no 'listening on' line\n{self.log_tail()}")
-            self.port = found[0]
+        if self.is_snapkv:  # self.cmd: [binary, model, serve options...]
+            try:
+                self.server = SnapkvServer(self.cmd[0], self.cmd[1], self.cmd[2:], timeout)
+            except RuntimeError as e:
+                raise SystemExit(str(e))
+            self.proc, self.port, self.log = self.server.proc, self.server.port, self.server.log
         else:
             self.port = free_port()
             self.cmd = [c.replace("{PORT}", str(self.port)) for c in self.cmd]
@@ -271,17 +261,7 @@ class Contender:
                     time.sleep(0.3)
 
     def metrics(self) -> dict[str, float]:
-        if not self.is_snapkv:
-            return {}
-        out = {}
-        for line in http_get(self.port, "/metrics").splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                try:
-                    out[name] = float(value)
-                except ValueError:
-                    pass
-        return out
+        return self.server.metrics() if self.server else {}
 
     def body(self, prompt: str, max_tokens: int) -> dict:
         b = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True}
@@ -489,8 +469,7 @@ def fmt(x, spec=".1f", none="–"):
 
 def build_contenders(args) -> list[Contender]:
     out = []
-    common = [args.binary, "serve", "-m", args.model, "--host", "127.0.0.1", "--port", "0", "-t", str(args.threads),
-              "--kv-memory", args.kv_memory, "--max-batch", str(max(args.batches)), "--max-queue",
+    common = [args.binary, args.model, "-t", str(args.threads), "--kv-memory", args.kv_memory, "--max-batch", str(max(args.batches)), "--max-queue",
               str(max(16, max(args.batches)))] + args.snapkv_arg
     names = set(args.contenders)
     if "snapkv-full" in names:

@@ -25,15 +25,13 @@ import math
 import os
 import random
 import re
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from snapkv_server import SnapkvServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,96 +46,12 @@ CHARS_PER_TOKEN = 4.0
 # the server process
 
 
-class Server:
-    def __init__(self, args, press: str, capacity: int | None):
-        cmd = [args.binary, "serve", "-m", args.model, "--host", "127.0.0.1", "--port", "0",
-               "--kv-memory", args.kv_memory, "--max-batch", str(args.max_batch), "--max-queue",
-               str(args.max_queue), "-t", str(args.threads), "--kv-press", press]
-        if capacity is not None:
-            cmd += ["--kv-capacity", str(capacity)]
-        self.cmd = cmd
-        self.log = tempfile.NamedTemporaryFile(prefix="snapkv-load-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.port = self._read_port(args.startup_timeout)
-
-    def _read_port(self, timeout: float) -> int:
-        found: list[int] = []
-
-        def reader():
-            for line in self.proc.stdout:
-                m = re.fullmatch(r"listening on http://[^:]+:(\d+)\s*", line)
-                if m and not found:
-                    found.append(int(m.group(1)))
-
-        threading.Thread(target=reader, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not found and time.monotonic() < deadline and self.proc.poll() is None:
-            time.sleep(0.05)
-        if not found:
-            self.kill()
-            raise RuntimeError(f"{' '.join(self.cmd)}: no 'listening on' line (exit status {self.proc.poll()})\n"
-                               f"{self.stderr_tail()}")
-        return found[0]
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def rss_bytes(self) -> int | None:
-        return proc_status_kib(self.proc.pid, "VmRSS")
-
-    def peak_rss_bytes(self) -> int | None:
-        return proc_status_kib(self.proc.pid, "VmHWM")
-
-    def stderr_tail(self, n: int = 20) -> str:
-        try:
-            return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def terminate(self, timeout: float = 60) -> int | None:
-        if not self.alive():
-            return self.proc.returncode
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def cleanup(self):
-        self.kill()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
-
-
-def proc_status_kib(pid: int, key: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def get_metrics(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            try:
-                out[name] = float(value)
-            except ValueError:
-                pass
-    return out
+def start_server(args, press: str, capacity: int | None) -> SnapkvServer:
+    extra = ["--kv-memory", args.kv_memory, "--max-batch", str(args.max_batch), "--max-queue", str(args.max_queue),
+             "-t", str(args.threads), "--kv-press", press]
+    if capacity is not None:
+        extra += ["--kv-capacity", str(capacity)]
+    return SnapkvServer(args.binary, args.model, extra, args.startup_timeout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +230,7 @@ def percentile(xs: list[float], q: float) -> float:
 def run_config(args, corpus: str, config: str) -> Run:
     press, _, cap = config.partition(":")
     run = Run(config)
-    server = Server(args, press, int(cap) if cap else None)
+    server = start_server(args, press, int(cap) if cap else None)
     try:
         plans = [plan_requests(args, corpus, c) for c in range(args.clients)]
         total = args.clients * args.requests
@@ -381,20 +295,20 @@ def run_config(args, corpus: str, config: str) -> Run:
             if run.exit_status != 0:
                 run.failures.append(f"exit status after SIGTERM: {run.exit_status} (None: still running after 60 s)")
         if run.failures:
-            print(f"  [{config}] server stderr (tail):\n{server.stderr_tail()}")
+            print(f"  [{config}] server stderr (tail):\n{server.log_tail()}")
     finally:
         server.cleanup()
     return run
 
 
-def check_idle(server: Server, run: Run):
+def check_idle(server: SnapkvServer, run: Run):
     """After the last response the server should hold nothing: polled briefly, as the scheduler
     may release a finished sequence just after its last bytes were written."""
     gauges = ("snapkv_running_sequences", "snapkv_queue_length", "snapkv_kv_reserved_bytes", "snapkv_kv_bytes")
     deadline = time.monotonic() + 5
     while True:
         try:
-            run.metrics = get_metrics(server.port)
+            run.metrics = server.metrics()
         except OSError as e:
             run.failures.append(f"/metrics: {e}")
             return

@@ -12,19 +12,16 @@ per check and exits non-zero on any failure; the server is always killed on exit
 from __future__ import annotations
 
 import atexit
-import os
 import re
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import traceback
-import urllib.request
 from pathlib import Path
 
 import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from snapkv_server import SnapkvServer  # noqa: E402
 
 STARTUP_TIMEOUT_S = 60
 SHUTDOWN_TIMEOUT_S = 30
@@ -37,64 +34,6 @@ LONG_DOC = " ".join(
         [(w, d) for w in ("apples", "copper", "paper", "salt", "wool") for d in ("Monday", "Thursday", "week", "month")]
     )
 )
-
-
-class Server:
-    """The snapkv serve process: started on --port 0, stopped by SIGTERM, killed as a last resort."""
-
-    def __init__(self, binary: str, model: str):
-        self.log = tempfile.NamedTemporaryFile(prefix="snapkv-serve-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--kv-memory", "2GiB",
-             "--max-batch", "8", "--max-queue", "16", "-t", "2"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        atexit.register(self.kill)
-        self.port = self._read_port()
-
-    def _read_port(self) -> int:
-        found: list[int] = []
-        lines: list[str] = []
-
-        def reader():
-            for line in self.proc.stdout:  # keeps draining stdout after the first line
-                lines.append(line)
-                m = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)\s*", line)
-                if m and not found:
-                    found.append(int(m.group(1)))
-
-        threading.Thread(target=reader, daemon=True).start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not found and time.monotonic() < deadline and self.proc.poll() is None:
-            time.sleep(0.05)
-        if not found:
-            raise RuntimeError(f"server did not print 'listening on http://127.0.0.1:PORT' "
-                               f"(exit status {self.proc.poll()}; stdout {lines!r}); stderr:\n{self.stderr_tail()}")
-        if len([l for l in lines if l.strip()]) != 1:
-            raise RuntimeError(f"stdout must be exactly one line at start, got {lines!r}")
-        return found[0]
-
-    def stderr_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def terminate(self) -> int | None:
-        """SIGTERM; the exit status, or None when it did not stop in time."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(SHUTDOWN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
 
 
 class Checks:
@@ -142,7 +81,12 @@ def main() -> int:
     print(f"openai {openai.__version__}; server {binary}; model {model_path}", flush=True)
 
     try:
-        server = Server(binary, model_path)
+        server = SnapkvServer(binary, model_path, ["--kv-memory", "2GiB", "--max-batch", "8", "--max-queue", "16",
+                                                   "-t", "2"], STARTUP_TIMEOUT_S)
+        atexit.register(server.cleanup)
+        lines = [line for line in server.stdout_lines if line.strip()]
+        if len(lines) != 1:
+            raise RuntimeError(f"stdout must be exactly one line at start, got {lines!r}")
     except Exception as e:  # noqa: BLE001
         print(f"FAIL start server: {e}")
         return 1
@@ -271,8 +215,7 @@ def main() -> int:
         raise AssertionError("no NotFoundError for model 'no-such-model'")
 
     def metrics():
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
-            text = r.read().decode()
+        text = server.get("/metrics")
         m = re.search(r"^snapkv_generated_tokens_total (\S+)$", text, re.M)
         expect(m is not None and float(m.group(1)) > 0, "snapkv_generated_tokens_total missing or 0")
         generated = m.group(1)
@@ -295,13 +238,13 @@ def main() -> int:
         checks.run("server alive after the checks", lambda: expect(alive, f"exited with {server.proc.poll()}"))
         if alive:
             def sigterm():
-                rc = server.terminate()
+                rc = server.terminate(SHUTDOWN_TIMEOUT_S)
                 expect(rc == 0, f"exit status after SIGTERM: {rc} (None: still running after {SHUTDOWN_TIMEOUT_S}s)")
             checks.run("SIGTERM -> exit status 0", sigterm)
     finally:
         if checks.failed:
-            print("--- server stderr (tail) ---\n" + server.stderr_tail())
-        server.kill()
+            print("--- server stderr (tail) ---\n" + server.log_tail())
+        server.cleanup()
 
     print(f"{checks.passed} passed, {len(checks.failed)} failed")
     return 1 if checks.failed else 0
