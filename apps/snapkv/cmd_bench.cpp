@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include "bench_util.h"
 #include "commands.h"
 #include "engine/session.h"
-#include "eval/fidelity.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
@@ -41,19 +41,12 @@ struct Sample {
   double kv_bytes = 0, peak_rss = 0;
 };
 
-// The first n tokens of the Paul Graham essays.
-std::vector<int32_t> essay_tokens(const BenchOptions& o, const Tokenizer& tok, int n) {
-  std::vector<int32_t> ids = encode_prefix(tok, read_paul_graham_essays(o.data), n);
-  if (static_cast<int>(ids.size()) < n) fail(ErrorKind::kInvalidArgument, "the essays have only {} tokens", ids.size());
-  return ids;
-}
-
 // One measurement, run in the calling (child) process.
 Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
   const auto file = GgufFile::open(o.model);
   const auto model = load_model(*file);
   const auto tok = Tokenizer::from_gguf(*file);
-  const std::vector<int32_t> ids = essay_tokens(o, *tok, length);
+  const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
   ThreadPool pool(o.threads);
   Session s(*model, length + o.n_decode + 1, pool, so);
   Sample r;
@@ -105,11 +98,6 @@ Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int len
     fail(ErrorKind::kInternal, "bench: a measurement process failed");
   }
   return r;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int bench_compress(const BenchOptions& o) {
@@ -164,7 +152,10 @@ Action add_bench(CLI::App& app) {
   c->add_option("--reps", o->reps, "measurements per configuration (median reported)")->capture_default_str();
   c->add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   add_kv_options(*c, o->kv);
-  return [o] { return bench_compress(*o); };
+  CLI::App* roofline = app.add_subcommand(
+      "roofline", "this CPU's FLOP/s and bandwidth ceilings, and prefill and decode against their bounds");
+  Action run_roofline = add_bench_roofline(*roofline);
+  return [o, c, run_roofline] { return c->parsed() ? bench_compress(*o) : run_roofline(); };
 }
 
 }  // namespace snapkv::cli

@@ -1,0 +1,217 @@
+// snapkv bench roofline: this machine's ceilings, then each phase of the model against its bound.
+//   ceilings: f32 multiply-add peak per SIMD target, memory read bandwidth (src/ops/peak.h);
+//   prefill matmuls: one layer's weight matrices over a chunk of tokens, per SIMD target, against
+//     their FLOPs / that target's peak;
+//   prefill: a whole prompt (attention included) against its FLOPs / peak;
+//   decode: ms per token against (weight bytes + KV bytes read per token) / bandwidth, after a
+//     short prompt, and after a long one with the full cache and with a press.
+// Times are medians of --reps runs; the ceilings are the best of theirs.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "bench_util.h"
+#include "commands.h"
+#include "engine/session.h"
+#include "hwy/targets.h"
+#include "io/gguf.h"
+#include "io/tokenizer.h"
+#include "kv_options.h"
+#include "model/model.h"
+#include "ops/matmul.h"
+#include "ops/peak.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace snapkv::cli {
+namespace {
+
+struct RooflineOptions {
+  std::string model = kDefaultModel;
+  std::string data = "../shared/data";
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int reps = 5;
+  int n_decode = 32;
+  int chunk = 256;       // tokens per prefill matmul (the engine's prefill chunk)
+  int prefill = 512;     // prompt of the whole-prefill row
+  int long_prompt = 7680;
+  double bandwidth_mib = 1024;
+  KvOptions kv;
+};
+
+// The weights as the engine reads them.
+struct WeightsView {
+  size_t decode_bytes = 0;             // read once per decode step (every tensor; the embedding
+                                       // table only when it doubles as the output head)
+  double block_params = 0;             // multiply-adds per token in all layers' matrices
+  std::vector<WeightMatrix> layer0;    // one layer's matrices, for the matmul rows
+};
+
+WeightsView weights_view(const GgufFile& file) {
+  WeightsView w;
+  const bool tied = file.find_tensor("output.weight") == nullptr;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.name != "token_embd.weight" || tied) w.decode_bytes += t.n_bytes;
+    if (t.n_dims != 2 || !t.name.starts_with("blk.")) continue;
+    w.block_params += static_cast<double>(t.n_elements());
+    if (t.name.starts_with("blk.0.")) w.layer0.push_back(make_weight_matrix(t.type, t.data, t.ne[0], t.ne[1]));
+  }
+  if (w.layer0.empty()) fail(ErrorKind::kUnsupported, "{}: no blk.0.* weight matrices", file.path());
+  return w;
+}
+
+// Seconds for one pass of x (chunk tokens) through every matrix of the layer; median of reps.
+double layer_matmul_seconds(const WeightsView& w, int chunk, int reps, ThreadPool& pool) {
+  int64_t widest = 0;
+  for (const WeightMatrix& m : w.layer0) widest = std::max({widest, m.n_in, m.n_out});
+  std::vector<float> x(static_cast<size_t>(chunk * widest)), y(x.size());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : x) v = u(rng);
+  std::vector<double> times;
+  for (int r = 0; r <= reps; ++r) {  // the first pass warms up and is not counted
+    Timer t;
+    for (const WeightMatrix& m : w.layer0) matmul(m, x.data(), chunk, y.data(), pool);
+    if (r > 0) times.push_back(t.seconds());
+  }
+  return median(times);
+}
+
+double layer_matmul_flops(const WeightsView& w, int chunk) {
+  double params = 0;
+  for (const WeightMatrix& m : w.layer0) params += static_cast<double>(m.n_in * m.n_out);
+  return 2 * params * chunk;
+}
+
+struct Decoded {
+  double ms_per_token = 0;
+  double kv_bytes = 0;  // held after the prompt (what each decode step reads)
+};
+
+// Prefills the prompt once, then decodes reps runs of n tokens (greedy): median ms per token.
+Decoded decode_after(const Model& model, const std::vector<int32_t>& prompt, const SessionOptions& so,
+                     const RooflineOptions& o, ThreadPool& pool) {
+  Session s(model, static_cast<int>(prompt.size()) + o.n_decode * o.reps + 1, pool, so);
+  s.prefill(prompt);
+  Decoded d;
+  d.kv_bytes = static_cast<double>(s.kv().bytes());
+  std::vector<double> runs;
+  for (int r = 0; r < o.reps; ++r) {
+    Timer t;
+    for (int i = 0; i < o.n_decode; ++i) {
+      const auto logits = s.logits();
+      s.decode(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    }
+    runs.push_back(t.seconds() * 1e3 / o.n_decode);
+  }
+  d.ms_per_token = median(runs);
+  return d;
+}
+
+std::string gflops(double f) { return fmt::format("{:.1f}", f / 1e9); }
+
+int bench_roofline(const RooflineOptions& o) {
+  if (o.reps < 1 || o.n_decode < 1 || o.threads < 1 || o.chunk < 1 || o.prefill < 1 || o.long_prompt < 1) {
+    fail(ErrorKind::kInvalidArgument, "--reps, -n, -t, --chunk, --prefill and --long must be >= 1");
+  }
+  if (!(o.bandwidth_mib >= 64)) fail(ErrorKind::kInvalidArgument, "--bandwidth-mib must be at least 64");
+  const SessionOptions pressed = o.kv.session_options();
+  if (!pressed.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
+  SessionOptions full = pressed;
+  full.press = PressConfig{};
+  const auto file = GgufFile::open(o.model);
+  const auto model = load_model(*file);
+  const auto tok = Tokenizer::from_gguf(*file);
+  const ModelHparams& hp = model->hparams();
+  if (o.long_prompt + o.n_decode * o.reps >= hp.n_ctx_train) {
+    fail(ErrorKind::kInvalidArgument, "--long {} plus {} decoded tokens does not fit the context of {}", o.long_prompt,
+         o.n_decode * o.reps, hp.n_ctx_train);
+  }
+  const WeightsView w = weights_view(*file);
+  ThreadPool pool(o.threads);
+  fmt::print("# bench roofline: {}, {} threads, medians of {}\n\n", o.model, o.threads, o.reps);
+
+  // Ceilings and matmuls per SIMD target.
+  fmt::print("| SIMD target | f32 FMA peak GFLOP/s | prefill matmuls GFLOP/s ({} tokens, layer 0) | of peak |\n"
+             "|---|--:|--:|--:|\n", o.chunk);
+  const int64_t supported = hwy::SupportedTargets();
+  double best_peak = 0;
+  for (int64_t target : {int64_t{HWY_AVX3}, int64_t{HWY_AVX2}, int64_t{HWY_SSE4}, int64_t{HWY_SCALAR}}) {
+    if (target != HWY_SCALAR && !(supported & target)) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    const double peak = peak_fma_flops(pool, 0.5);
+    const double mm = layer_matmul_flops(w, o.chunk) / layer_matmul_seconds(w, o.chunk, o.reps, pool);
+    fmt::print("| {} | {} | {} | {:.0f}% |\n", peak_simd_target(), gflops(peak), gflops(mm), 100 * mm / peak);
+    std::fflush(stdout);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  best_peak = peak_fma_flops(pool, 0.5);
+  const double bandwidth = read_bandwidth(pool, static_cast<size_t>(o.bandwidth_mib * (1 << 20)), o.reps);
+  fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n\n",
+             matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib);
+
+  // Prefill of a whole prompt: matmuls plus attention (QK^T and PV over the causal half).
+  const std::vector<int32_t> long_ids = essay_tokens(o.data, *tok, o.long_prompt);
+  const std::vector<int32_t> prefill_ids(long_ids.begin(), long_ids.begin() + std::min(o.prefill, o.long_prompt));
+  std::vector<double> prefill_s;
+  for (int r = 0; r < o.reps; ++r) {
+    Session s(*model, static_cast<int>(prefill_ids.size()) + 1, pool, full);
+    Timer t;
+    s.prefill(prefill_ids);
+    prefill_s.push_back(t.seconds());
+  }
+  const double n = static_cast<double>(prefill_ids.size());
+  const double prefill_flops = 2 * w.block_params * n +
+                               4.0 * hp.n_layer * hp.n_head * hp.head_dim * n * (n + 1) / 2 +
+                               2.0 * hp.n_embd * hp.n_vocab;
+  const double ps = median(prefill_s);
+  fmt::print("| phase | measured | bound | measured / bound | achieved |\n|---|--:|--:|--:|--:|\n");
+  fmt::print("| prefill {} tokens | {:.1f} ms | {:.1f} ms (FLOPs / peak) | {:.2f} | {} GFLOP/s, {:.0f}% of peak |\n",
+             prefill_ids.size(), ps * 1e3, prefill_flops / best_peak * 1e3, ps * best_peak / prefill_flops,
+             gflops(prefill_flops / ps), 100 * prefill_flops / ps / best_peak);
+
+  // Decode: every step reads all weights once and the whole cache of every layer.
+  const std::vector<int32_t> short_ids(long_ids.begin(), long_ids.begin() + 16);
+  struct Row {
+    std::string name;
+    const std::vector<int32_t>* prompt;
+    SessionOptions so;
+  };
+  for (const Row& row : {Row{"decode after 16 tokens", &short_ids, full},
+                         Row{fmt::format("decode after {} tokens, full cache", o.long_prompt), &long_ids, full},
+                         Row{fmt::format("decode after {} tokens, {}", o.long_prompt, pressed.press.describe()),
+                             &long_ids, pressed}}) {
+    const Decoded d = decode_after(*model, *row.prompt, row.so, o, pool);
+    const double bytes = static_cast<double>(w.decode_bytes) + d.kv_bytes;
+    const double bound_ms = bytes / bandwidth * 1e3;
+    fmt::print("| {} | {:.2f} ms/token | {:.2f} ms ({:.1f} MB weights + {:.1f} MB KV) / bandwidth | {:.2f} | {:.1f} GB/s |\n",
+               row.name, d.ms_per_token, bound_ms, static_cast<double>(w.decode_bytes) / 1e6, d.kv_bytes / 1e6,
+               d.ms_per_token / bound_ms, bytes / d.ms_per_token / 1e6);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench_roofline(CLI::App& app) {
+  auto o = std::make_shared<RooflineOptions>();
+  o->kv.press.press = "snapkv";
+  o->kv.press.capacity = 1024;
+  app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  app.add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
+  app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
+  app.add_option("--reps", o->reps, "runs per figure (medians; ceilings: best)")->capture_default_str();
+  app.add_option("-n,--n-decode", o->n_decode, "tokens per decode run")->capture_default_str();
+  app.add_option("--chunk", o->chunk, "tokens per prefill matmul")->capture_default_str();
+  app.add_option("--prefill", o->prefill, "prompt tokens of the prefill row")->capture_default_str();
+  app.add_option("--long", o->long_prompt, "prompt tokens of the long decode rows")->capture_default_str();
+  app.add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read for the bandwidth")->capture_default_str();
+  add_kv_options(app, o->kv);
+  return [o] { return bench_roofline(*o); };
+}
+
+}  // namespace snapkv::cli
