@@ -28,9 +28,9 @@ the difference of two ~6-minute walls, so machine noise weighs far more than wit
 
 Also reported: engine decode tok/s (snapkv: /metrics snapkv_decode_seconds_total, the time of the
 batched decode steps only), the mean number of sequences per decode step (snapkv: tokens fed to
-decode steps / steps; 1 for llama.cpp by construction: snapkv's scheduler interleaves prefill slices
-with decode steps, so a sequence may finish its N tokens while the next 7K prompt is still being
-prefilled, and this column says how much batching really happened), prefill seconds per prompt, per-request
+decode steps / steps; 1 for llama.cpp by construction; snapkv's scheduler lets the B prefills take
+turns, so they end together and the B sequences decode in one batch: this column says how much
+batching really happened), prefill seconds per prompt, per-request
 latency, the server-reported decode_seconds (snapkv usage), KV bytes per sequence. Figures are
 medians over --reps runs (--reps-batched for B > 1: every B = 8 run costs 8 prefills of 7K tokens,
 ~6 minutes per snapkv contender on 2 cores). Before each measurement the script waits until no

@@ -232,21 +232,27 @@ void Scheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
 }
 
 void Scheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
+  // Round robin, one piece per prefilling sequence in turn (the turn carries over to the next
+  // slice): requests that arrive together end their prefills together and then decode in one
+  // batch, where first come, first served would decode them one after another.
   Timer slice;
-  for (auto& r : running) {
-    if (r->done || r->decoding) continue;
+  std::vector<Running*> prefilling;
+  while (slice.seconds() < opt_.prefill_slice_s) {
+    prefilling.clear();
+    for (auto& r : running) {
+      if (!r->done && !r->decoding) prefilling.push_back(r.get());
+    }
+    if (prefilling.empty()) break;
+    Running& r = *prefilling[prefill_turn_++ % prefilling.size()];
     try {
-      while (slice.seconds() < opt_.prefill_slice_s) {
-        if (!r->session->prefill_step()) continue;
-        r->stats.prefill_s = r->timer.seconds();
-        r->timer.reset();
-        r->decoding = true;
-        break;
+      if (r.session->prefill_step()) {
+        r.stats.prefill_s = r.timer.seconds();
+        r.timer.reset();
+        r.decoding = true;
       }
     } catch (const std::exception& e) {
-      end(*r, FinishReason::kError, e.what());
+      end(r, FinishReason::kError, e.what());
     }
-    if (slice.seconds() >= opt_.prefill_slice_s) break;
   }
   std::lock_guard lk(mu_);
   metrics_.prefill_s += slice.seconds();

@@ -4,7 +4,8 @@
 //   - admission: requests wait in a bounded FIFO queue until the KV memory they may need (their
 //     compressed size, kv_entries_bound) fits the budget beside the running ones;
 //   - prefill runs a piece at a time (Session::begin_prefill) in slices of a few tens of
-//     milliseconds, so a long prompt does not stall the sequences that are decoding;
+//     milliseconds, so a long prompt does not stall the sequences that are decoding; the
+//     prefilling sequences take turns, so requests that arrive together decode together;
 //   - each decode step samples one token for every decoding sequence and runs them through the
 //     model together (Session::decode_batch), so the weights are read once per step.
 // A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
@@ -140,6 +141,7 @@ class Scheduler {
   SchedulerOptions opt_;
   int n_ctx_;
   ThreadPool pool_;
+  size_t prefill_turn_ = 0;  // round robin over prefilling sequences (loop thread only)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

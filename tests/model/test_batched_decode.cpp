@@ -216,6 +216,27 @@ TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
   }
 }
 
+// Prefills take turns, so requests that arrive together also decode together: 3 x 16 tokens take
+// about 16 batched steps (plus the few by which their admissions differ), not 3 x 15 steps of one.
+TEST(Scheduler, RequestsThatArriveTogetherDecodeInOneBatch) {
+  Served s;
+  SchedulerOptions o;
+  o.prefill_slice_s = 1e-6;  // one prefill piece between two decode steps
+  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+  const std::vector<int32_t> prompt = fixture_cases().back().prompt;  // 1000 tokens, many pieces
+  Rejection rejected{};
+  std::vector<std::shared_ptr<Sequence>> seqs;
+  for (int i = 0; i < 3; ++i) {
+    seqs.push_back(scheduler.submit(greedy_request(prompt, 16), &rejected));
+    ASSERT_TRUE(seqs.back()) << rejected.message;
+  }
+  for (const auto& seq : seqs) EXPECT_EQ(drain(*seq).second.reason, FinishReason::kLength);
+  SchedulerMetrics m = scheduler.metrics();
+  for (int i = 0; i < 100 && m.running > 0; ++i, m = scheduler.metrics()) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(m.generated_tokens, 48);
+  EXPECT_LT(m.decode_steps * 2, m.generated_tokens) << "mean decode batch under 2";
+}
+
 TEST(Scheduler, CancellationAndDeadlinesEndSequencesAndFreeTheirMemory) {
   Served s;
   Scheduler scheduler(s.model, *s.tokenizer, 2, SchedulerOptions{});
