@@ -1,6 +1,7 @@
 // Attention micro-benchmarks at the default model's shapes (9 query heads, 3 KV heads, head
 // size 64), f16 KV: prefill (a causal chunk of 512 queries at the end of a context of n keys),
-// decode (one query over n keys) and the observed-attention column sums of a 512-query chunk.
+// decode (one query over n keys; batched: one per sequence, each over its own n keys) and the
+// observed-attention column sums of a 512-query chunk.
 // Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
 // multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
 //
@@ -82,6 +83,27 @@ void BM_AttentionDecode(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// Batched decode: one query per sequence, each sequence over its own cache of n keys.
+void BM_AttentionDecodeBatch(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int n_seq = static_cast<int>(state.range(1));
+  std::vector<Fixture> fs;
+  fs.reserve(static_cast<size_t>(n_seq));
+  for (int b = 0; b < n_seq; ++b) fs.emplace_back(n);
+  std::vector<std::span<const KvHeadView>> views;
+  for (const Fixture& f : fs) views.emplace_back(f.views);
+  const std::vector<float> q = queries(n_seq);
+  const std::vector<int32_t> q_pos(static_cast<size_t>(n_seq), static_cast<int32_t>(n - 1));
+  std::vector<float> out(q.size());
+  ThreadPool pool(2);
+  for (auto _ : state) {
+    attention_decode(q.data(), q_pos.data(), n_seq, kHeads, kDim, views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * n_seq * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
 void BM_AttentionColumnSums(benchmark::State& state) {
   const int64_t n = state.range(0), n_tok = 512;
   const int threads = static_cast<int>(state.range(1));
@@ -102,6 +124,7 @@ void BM_AttentionColumnSums(benchmark::State& state) {
 
 BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{1024, 4096, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 
 }  // namespace
