@@ -5,8 +5,8 @@
 //
 // Scores for many rows: the key block is transposed once to KT [d][kKeyBlock], so a row's
 // scores accumulate with one broadcast FMA per dimension across all keys of the block (no
-// horizontal sums). For few rows (decode) transposing costs more than it saves, so each score is a
-// direct dot product.
+// horizontal sums). For few rows (decode) transposing costs more than it saves, so the scores are
+// direct dot products, a group of keys at a time with one transpose-add tree for the group.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -94,6 +94,56 @@ float Dot(const float* a, const float* b, int d) {
   float r = hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1)));
   for (; i < d; ++i) r += a[i] * b[i];
   return r;
+}
+
+#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+// Lane-wise sums of kLanes vectors (4 or 8 lanes): lane g of the result is the sum of a[g]'s
+// lanes. A transpose-add tree: interleave pairs, then 64-bit pairs, then (8 lanes) halves.
+template <class D>
+hn::Vec<D> SumsOfLanes(D df, const hn::Vec<D>* a) {
+  using V = hn::Vec<D>;
+  const hn::Repartition<double, D> dd;
+  const auto pair = [&](V x, V y) { return hn::Add(hn::InterleaveLower(df, x, y), hn::InterleaveUpper(df, x, y)); };
+  const auto quad = [&](V xy, V zw) {
+    const auto x = hn::BitCast(dd, xy), z = hn::BitCast(dd, zw);
+    return hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, x, z)), hn::BitCast(df, hn::InterleaveUpper(dd, x, z)));
+  };
+  const V lo = quad(pair(a[0], a[1]), pair(a[2], a[3]));  // per 128-bit block
+  if constexpr (hn::MaxLanes(D()) == 4) {
+    return lo;
+  } else {
+    const V hi = quad(pair(a[4], a[5]), pair(a[6], a[7]));
+    return hn::Add(hn::ConcatLowerLower(df, hi, lo), hn::ConcatUpperUpper(df, hi, lo));
+  }
+}
+#endif
+
+// s[j] = q . kb[j] for the nb keys kb [nb][d]: kLanes keys at a time, each key's products in one
+// vector, the group's vectors summed by SumsOfLanes (one tree instead of a horizontal sum per
+// key). Other lane counts, a d that is not a multiple of the lanes, and the tail: Dot.
+void ScoresDirect(const float* q, const float* kb, int nb, int d, float* s) {
+  int j = 0;
+#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+  const DF df;
+  constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
+  if constexpr (kLanes == 4 || kLanes == 8) {
+    if (d % kLanes == 0) {
+      for (; j + kLanes <= nb; j += kLanes) {
+        const float* k = kb + static_cast<size_t>(j) * d;
+        VF acc[kLanes];
+#pragma GCC unroll 8
+        for (int g = 0; g < kLanes; ++g) acc[g] = hn::Zero(df);
+        for (int i = 0; i < d; i += kLanes) {
+          const VF qi = hn::LoadU(df, q + i);
+#pragma GCC unroll 8
+          for (int g = 0; g < kLanes; ++g) acc[g] = hn::MulAdd(qi, hn::LoadU(df, k + g * d + i), acc[g]);
+        }
+        hn::StoreU(SumsOfLanes(df, acc), df, s + j);
+      }
+    }
+  }
+#endif
+  for (; j < nb; ++j) s[j] = Dot(q, kb + static_cast<size_t>(j) * d, d);
 }
 
 // acc[0..d) = acc * c + sum_j p[j] * v[j][0..d). Eight vectors of the accumulator row (64 floats
@@ -222,7 +272,7 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
       if (transpose) {
         ScoresTransposed(qr, kt.data(), d, s);
       } else {
-        for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
+        ScoresDirect(qr, kb, nb, d, s);
       }
       const float c = SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[r], l[r]);
       AccumulateValues(acc.data() + static_cast<size_t>(r) * d, c, s, vb, nb, d);
@@ -255,7 +305,7 @@ void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_
     const float* vb = BlockF32(kv.type, kv.v, j0, nb, d, vbuf.data());
     for (int r = 0; r < n_rows; ++r) {
       const float* qr = q + static_cast<size_t>(r) * d;
-      for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
+      ScoresDirect(qr, kb, nb, d, s);
       const float c = SoftmaxBlock(s, kv.pos + j0, nb, qp, scale, m[r], l[r]);
       AccumulateValues(acc + static_cast<size_t>(r) * d, c, s, vb, nb, d);
     }
@@ -289,7 +339,7 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
         if (transpose) {
           ScoresTransposed(qr, kt.data(), d, s);
         } else {
-          for (int j = 0; j < nb; ++j) s[j] = Dot(qr, kb + static_cast<size_t>(j) * d, d);
+          ScoresDirect(qr, kb, nb, d, s);
         }
         if (pass == 0) {
           SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[t], l[t]);

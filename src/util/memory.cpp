@@ -8,6 +8,10 @@
 #include <fstream>
 #include <string>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace snapkv {
 namespace {
 size_t status_field_kib(const std::string& field) {
@@ -22,6 +26,12 @@ size_t status_field_kib(const std::string& field) {
 
 size_t peak_rss_bytes() { return status_field_kib("VmHWM:"); }
 size_t current_rss_bytes() { return status_field_kib("VmRSS:"); }
+
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 std::string format_bytes(double bytes) {
   if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "hwy/targets.h"
 #include "ops/dequant.h"
 #include "ops/fp16.h"
 #include "ops/matmul.h"
+#include "support/simd_targets.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -97,21 +97,6 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng) {
   return v;
 }
 
-// Runs the body once per SIMD target that this CPU supports (AVX-512, AVX2, SSE4, scalar),
-// restoring normal dispatch afterwards.
-template <class Fn>
-void for_each_target(const Fn& fn) {
-  const int64_t supported = hwy::SupportedTargets();
-  for (int64_t target : {int64_t{HWY_AVX3}, int64_t{HWY_AVX2}, int64_t{HWY_SSE4},
-                         int64_t{HWY_SCALAR}}) {
-    if (target != HWY_SCALAR && !(supported & target)) continue;
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(std::string("target ") + matmul_simd_target());
-    fn();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
 bool same_float(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   return std::memcmp(&a, &b, sizeof(a)) == 0;
@@ -128,7 +113,7 @@ TEST(GetRow, BitIdenticalToReferenceDequant) {
       const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
       std::vector<float> want(static_cast<size_t>(n_in));
       std::vector<float> got(static_cast<size_t>(n_in) + 1);
-      for_each_target([&] {
+      test::for_each_target([&] {
         for (int64_t r = 0; r < n_out; ++r) {
           dequantize_row(type, w.data + r * w.row_bytes, want.data(), n_in);
           float* dst = got.data() + (r % 2);  // misaligned half of the time
@@ -178,7 +163,7 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std
 
   constexpr float kSentinel = 12345.0f;
   std::vector<float> xbuf(nx + 1), ybuf(ny + 2), first(ny);
-  for_each_target([&] {
+  test::for_each_target([&] {
     for (ThreadPool* pool : {&pool1, &pool2}) {
       for (int shift = 0; shift < 2; ++shift) {
         float* xs = xbuf.data() + shift;
