@@ -417,12 +417,15 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   std::vector<Item> items;
   for (int b = 0; b < n_seq; ++b) {
     for (int hk = 0; hk < n_kv; ++hk) {
+      // Ranges of equal size (whole blocks), so that the threads' shares stay balanced; at least
+      // one range, even empty, per (sequence, KV head).
       const int64_t n = n_keys[b * n_kv + hk];
-      int64_t k0 = 0;
-      do {
-        items.push_back({b, hk, k0, std::min(n, k0 + chunk)});
-        k0 += chunk;
-      } while (k0 < n);
+      const int64_t parts = std::max<int64_t>(1, (n + chunk - 1) / chunk);
+      const int64_t blocks = (n + kKeyBlock - 1) / kKeyBlock;
+      for (int64_t p = 0; p < parts; ++p) {
+        items.push_back({b, hk, std::min(n, blocks * p / parts * kKeyBlock),
+                         std::min(n, blocks * (p + 1) / parts * kKeyBlock)});
+      }
     }
   }
   const size_t rows = static_cast<size_t>(n_group);
