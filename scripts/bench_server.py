@@ -231,7 +231,7 @@ class Contender:
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.request_timeout = 3600.0
-        self.log = tempfile.NamedTemporaryFile(prefix=f"bench-server-{kind}-", suffix=".log", delete=False)
+        self.log = None  # the server's log file, from start()
         self.server: SnapkvServer | None = None
 
     @property
@@ -248,6 +248,7 @@ class Contender:
         else:
             self.port = free_port()
             self.cmd = [c.replace("{PORT}", str(self.port)) for c in self.cmd]
+            self.log = tempfile.NamedTemporaryFile(prefix=f"bench-server-{self.kind}-", suffix=".log", delete=False)
             self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
             deadline = time.monotonic() + timeout
             while True:
@@ -276,14 +277,11 @@ class Contender:
         return b
 
     def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
+        return "\n".join(self.log_text().splitlines()[-n:])
 
     def log_text(self) -> str:
         try:
-            return Path(self.log.name).read_text(errors="replace")
+            return Path(self.log.name).read_text(errors="replace") if self.log else ""
         except OSError:
             return ""
 
@@ -642,10 +640,11 @@ def main() -> int:
             report["servers"][c.name + " exit status"] = rc
             if c.is_snapkv and rc not in (0, None):
                 log(f"{c.name}: exit status {rc} after SIGTERM\n{c.log_tail()}")
-            try:
-                os.unlink(c.log.name)
-            except OSError:
-                pass
+            if c.log:
+                try:
+                    os.unlink(c.log.name)
+                except OSError:
+                    pass
 
     summary = summarize(args, contenders, results)
     report["summary"] = summary

@@ -199,17 +199,23 @@ TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// n chat completions sent at once, each on its own connection; the replies in order.
+std::vector<httplib::Result> concurrent_chats(ServerProcess& server, int n, const std::string& prompt, int max_tokens) {
+  std::vector<std::future<httplib::Result>> pending;
+  for (int i = 0; i < n; ++i) {
+    pending.push_back(std::async(std::launch::async, [&] {
+      return server.client().Post("/v1/chat/completions", chat_body(prompt, max_tokens).dump(), "application/json");
+    }));
+  }
+  std::vector<httplib::Result> replies;
+  for (auto& f : pending) replies.push_back(f.get());
+  return replies;
+}
+
 TEST(Server, RequestsThatFitAtOnceAreNotQueued) {
   // --max-queue bounds the requests left waiting; with free slots and memory nothing waits.
   ServerProcess server("--max-batch 4 --max-queue 0");
-  std::vector<std::future<httplib::Result>> replies;
-  for (int i = 0; i < 4; ++i) {
-    replies.push_back(std::async(std::launch::async, [&] {
-      return server.client().Post("/v1/chat/completions", chat_body("Say hi.", 8).dump(), "application/json");
-    }));
-  }
-  for (auto& f : replies) {
-    const httplib::Result r = f.get();
+  for (const httplib::Result& r : concurrent_chats(server, 4, "Say hi.", 8)) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
   }
@@ -218,15 +224,8 @@ TEST(Server, RequestsThatFitAtOnceAreNotQueued) {
 
 TEST(Server, AFullQueueGets429WithRetryAfter) {
   ServerProcess server("--max-batch 1 --max-queue 1");
-  std::vector<std::future<httplib::Result>> replies;
-  for (int i = 0; i < 4; ++i) {
-    replies.push_back(std::async(std::launch::async, [&] {
-      return server.client().Post("/v1/chat/completions", chat_body("Write a long story.", 60).dump(), "application/json");
-    }));
-  }
   int ok = 0, busy = 0;
-  for (auto& f : replies) {
-    const httplib::Result r = f.get();
+  for (const httplib::Result& r : concurrent_chats(server, 4, "Write a long story.", 60)) {
     ASSERT_TRUE(r);
     if (r->status == 200) {
       ++ok;
