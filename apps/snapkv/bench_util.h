@@ -1,6 +1,7 @@
 #pragma once
 // Pieces shared by the `snapkv bench` subcommands.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,5 +14,17 @@ double median(std::vector<double> v);
 
 // The first n tokens of the Paul Graham essays in data_dir, or Error(kInvalidArgument).
 std::vector<int32_t> essay_tokens(const std::string& data_dir, const Tokenizer& tok, int n);
+
+// Runs fn in a child process forked from this one (fork before any thread starts, so the child
+// measures alone: its peak RSS and warm caches are its own) and returns what fn returned. An
+// exception in the child becomes Error(kInternal) with its message here.
+std::string run_in_child(const std::function<std::string()>& fn);
+
+// Runs a shell command and returns its standard output; Error(kInternal) with the command's
+// last output line when it fails.
+std::string run_command(const std::string& command);
+
+// s between single quotes for /bin/sh.
+std::string shell_quote(const std::string& s);
 
 }  // namespace snapkv::cli

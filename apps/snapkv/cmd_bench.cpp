@@ -1,13 +1,9 @@
 // snapkv bench compress: full cache vs a press, side by side in one run on the same machine.
 // For each prompt length the two configurations alternate, each measurement in a fresh child
-// process (fork before any thread starts), so peak RSS is per configuration and neither run
-// warms caches for the other. Reports medians and the ratios full / press.
+// process (run_in_child), so peak RSS is per configuration and neither run warms caches for the
+// other. Reports medians and the ratios full / press.
 #include <fmt/core.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -65,38 +61,12 @@ Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
 }
 
 Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int length) {
-  std::fflush(nullptr);
-  int fd[2];
-  if (pipe(fd) != 0) fail(ErrorKind::kInternal, "bench: pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) fail(ErrorKind::kInternal, "bench: fork failed");
-  if (pid == 0) {
-    close(fd[0]);
-    int rc = 0;
-    std::string line;
-    try {
-      const Sample r = measure(o, so, length);
-      line = fmt::format("{} {} {} {}\n", r.prefill_s, r.decode_ms, r.kv_bytes, r.peak_rss);
-    } catch (const std::exception& e) {
-      line = fmt::format("error {}\n", e.what());
-      rc = 1;
-    }
-    const ssize_t w = write(fd[1], line.data(), line.size());
-    _exit(w == static_cast<ssize_t>(line.size()) ? rc : 1);
-  }
-  close(fd[1]);
-  std::string out;
-  char buf[512];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (out.rfind("error ", 0) == 0) fail(ErrorKind::kInternal, "{}", out.substr(6, out.size() - 7));
+  std::istringstream in(run_in_child([&] {
+    const Sample r = measure(o, so, length);
+    return fmt::format("{} {} {} {}", r.prefill_s, r.decode_ms, r.kv_bytes, r.peak_rss);
+  }));
   Sample r;
-  std::istringstream in(out);
-  if (!(in >> r.prefill_s >> r.decode_ms >> r.kv_bytes >> r.peak_rss) || !WIFEXITED(status)) {
-    fail(ErrorKind::kInternal, "bench: a measurement process failed");
-  }
+  if (!(in >> r.prefill_s >> r.decode_ms >> r.kv_bytes >> r.peak_rss)) fail(ErrorKind::kInternal, "bench: unreadable measurement");
   return r;
 }
 
@@ -155,7 +125,12 @@ Action add_bench(CLI::App& app) {
   CLI::App* roofline = app.add_subcommand(
       "roofline", "this CPU's FLOP/s and bandwidth ceilings, and prefill and decode against their bounds");
   Action run_roofline = add_bench_roofline(*roofline);
-  return [o, c, run_roofline] { return c->parsed() ? bench_compress(*o) : run_roofline(); };
+  CLI::App* decode = app.add_subcommand(
+      "decode", "decode ms per step vs prompt length and batch size, prefill time and memory: full, SnapKV, llama.cpp");
+  Action run_decode = add_bench_decode(*decode);
+  return [o, c, roofline, run_roofline, run_decode] {
+    return c->parsed() ? bench_compress(*o) : roofline->parsed() ? run_roofline() : run_decode();
+  };
 }
 
 }  // namespace snapkv::cli

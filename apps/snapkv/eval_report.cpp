@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
-#include "util/error.h"
+#include "svg_chart.h"
+#include "text_file.h"
 
 namespace snapkv::cli {
 namespace {
@@ -23,12 +24,6 @@ struct Mean {
 };
 
 std::string label(const std::string& press, int c) { return c == 0 ? press : fmt::format("{} C={}", press, c); }
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  if (!f) fail(ErrorKind::kBadFile, "{}: writing failed", path.string());
-}
 
 // Red (0) through yellow to green (score_max).
 std::string heat_colour(double t) {
@@ -71,57 +66,21 @@ std::string heatmap_svg(const std::string& title, const std::string& axes, const
 
 // Mean score against capacity, one line per press; presses without a capacity as dashed levels.
 std::string budget_svg(const EvalReport& r, const std::map<std::string, Mean>& means) {
-  const int w = 560, h = 340, left = 60, right = 150, top = 36, bottom = 44;
-  const int pw = w - left - right, ph = h - top - bottom;
-  const size_t nc = r.capacities.size();
-  const auto x = [&](size_t i) { return left + (nc <= 1 ? pw / 2 : static_cast<int>(pw * i / (nc - 1))); };
-  const auto y = [&](double v) { return top + ph - static_cast<int>(ph * std::clamp(v / r.score_max, 0.0, 1.0)); };
-  static const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                   "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"18\" font-size=\"13\">{} {} ({}): {} vs KV capacity per head</text>\n",
-      w, h, left, r.suite, r.model, r.placement, r.score_name);
-  for (int k = 0; k <= 4; ++k) {
-    const double v = r.score_max * k / 4;
-    s += fmt::format(
-        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e0e0e0\"/><text x=\"{}\" y=\"{}\" "
-        "text-anchor=\"end\">{:g}</text>\n",
-        left, y(v), left + pw, y(v), left - 6, y(v) + 4, v);
-  }
-  for (size_t i = 0; i < nc; ++i) {
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(i), top + ph + 18,
-                     r.capacities[i]);
-  }
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">capacity C (entries per KV head)</text>\n",
-                   left + pw / 2, h - 6);
-  for (size_t p = 0; p < r.presses.size(); ++p) {
-    const std::string& press = r.presses[p];
-    const std::string colour = kColours[p % std::size(kColours)];
-    const int ly = top + 14 + 18 * static_cast<int>(p);
-    std::string points;
-    if (press == "full") {
-      const auto it = means.find(label(press, 0));
-      if (it == means.end()) continue;
-      s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-dasharray=\"6 4\"/>\n", left,
-                       y(it->second.value()), left + pw, y(it->second.value()), colour);
-    } else {
-      for (size_t i = 0; i < nc; ++i) {
-        const auto it = means.find(label(press, r.capacities[i]));
-        if (it == means.end()) continue;
-        points += fmt::format("{},{} ", x(i), y(it->second.value()));
-        s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n", x(i), y(it->second.value()), colour);
-      }
-      s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, colour);
+  std::vector<std::string> x;
+  for (int c : r.capacities) x.push_back(std::to_string(c));
+  std::vector<ChartSeries> series;
+  for (const std::string& press : r.presses) {
+    ChartSeries line{press, {}, press == "full"};
+    bool any = false;
+    for (int c : r.capacities) {
+      const auto it = means.find(label(press, press == "full" ? 0 : c));
+      any |= it != means.end();
+      line.y.push_back(it == means.end() ? std::nan("") : it->second.value());
     }
-    s += fmt::format(
-        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\"{}/><text x=\"{}\" "
-        "y=\"{}\">{}</text>\n",
-        w - right + 12, ly, w - right + 36, ly, colour, press == "full" ? " stroke-dasharray=\"6 4\"" : "",
-        w - right + 42, ly + 4, press);
+    if (any) series.push_back(std::move(line));
   }
-  return s + "</svg>\n";
+  return line_chart_svg(fmt::format("{} {} ({}): {} vs KV capacity per head", r.suite, r.model, r.placement, r.score_name),
+                        "capacity C (entries per KV head)", r.score_name, x, series, r.score_max);
 }
 
 }  // namespace
@@ -213,13 +172,13 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
         md += "\n";
       }
       const std::string svg = c ? fmt::format("{}_{}_{}.svg", r.suite, p, c) : fmt::format("{}_{}.svg", r.suite, p);
-      write_file(fs::path(r.out) / svg,
+      write_text_file(fs::path(r.out) / svg,
                  heatmap_svg(fmt::format("{} {} - {} ({})", r.suite, r.model, l, r.score_name),
                              fmt::format("{} \\ {}", r.heatmap.second, r.heatmap.first), col_v, row_v, g, r.score_max));
     }
   }
-  write_file(fs::path(r.out) / (r.suite + "_budget.svg"), budget_svg(r, means));
-  write_file(fs::path(r.out) / (r.suite + ".md"), md);
+  write_text_file(fs::path(r.out) / (r.suite + "_budget.svg"), budget_svg(r, means));
+  write_text_file(fs::path(r.out) / (r.suite + ".md"), md);
   return md;
 }
 

@@ -1,9 +1,14 @@
-// snapkv bench roofline through the real binary, at toy sizes: it runs every row, counts the
-// weights a decode step reads as the model file holds them, and refuses bad parameters.
+// snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
+// every row and counts the weights a decode step reads as the model file holds them; decode
+// measures every contender at every length and batch size and writes its tables and plots; both
+// refuse bad parameters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "support/cli.h"
 #include "support/paths.h"
@@ -44,6 +49,47 @@ TEST(CliBench, RooflineRefusesBadParameters) {
   test::expect_cli_error(fmt::format("bench roofline -m {} --kv-press full", test::default_model_path()),
                          "compressing press");
   test::expect_cli_error("bench roofline --bandwidth-mib 1", "--bandwidth-mib");
+}
+
+TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "snapkv_test_bench_decode";
+  std::filesystem::remove_all(out);
+  const test::CliRun r = test::run_cli(
+      fmt::format("bench decode -m {} --data {} -t 2 --lengths 128,256 --batches 1,3 --capacities 64 -n 2 --reps 1 --out {}",
+                  test::default_model_path(), test::data_dir(), out.string()),
+      300);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("| prompt | B=1 full | B=1 snapkv C=64 | B=3 full | B=3 snapkv C=64 |"), std::string::npos)
+      << r.out;
+  std::ifstream f(out / "bench_decode.json");
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["runs"].size(), 4u);  // 2 lengths x 2 contenders x 1 rep
+  for (const auto& run : j["runs"]) {
+    EXPECT_GT(run["prefill_s"].get<double>(), 0) << run;
+    EXPECT_GT(run["step_ms"]["1"].get<double>(), 0) << run;
+    EXPECT_GT(run["step_ms"]["3"].get<double>(), 0) << run;
+    // C = 64 entries per KV head of a 256-token prompt: a quarter of the full cache.
+    if (run["length"] == 256) {
+      const double full_bytes = 256.0 / 128 * j["runs"][0]["kv_bytes"].get<double>();
+      EXPECT_NEAR(run["kv_bytes"].get<double>() / full_bytes, run["contender"] == "full" ? 1.0 : 0.25, 1e-9) << run;
+    }
+  }
+  for (const char* svg : {"decode_b1.svg", "decode_b3.svg", "prefill.svg", "memory.svg"}) {
+    std::ifstream in(out / svg);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("snapkv C=64</text>"), std::string::npos) << svg;
+    EXPECT_NE(text.str().find("<polyline"), std::string::npos) << svg;
+  }
+  std::filesystem::remove_all(out);
+}
+
+TEST(CliBench, DecodeRefusesBadParameters) {
+  const std::string m = "-m " + test::default_model_path();
+  test::expect_cli_error("bench decode " + m + " --lengths 9000", "context");
+  test::expect_cli_error("bench decode --batches 0", "--batches");
+  test::expect_cli_error("bench decode --capacities 8", "--capacities");
+  test::expect_cli_error("bench decode --llama-python python3 --llama-script /nonexistent.py", "--llama-script");
 }
 
 }  // namespace
