@@ -1,5 +1,6 @@
-// Matmul micro-benchmarks at the default model's shapes (SmolLM2-135M: hidden 576, FFN 1536,
-// vocabulary 49152): decode (n_tok = 1, a matvec) and prefill (n_tok = 512), 1 and 2 threads.
+// Matmul micro-benchmarks for every supported weight type at the default model's shapes
+// (SmolLM2-135M: hidden 576, FFN 1536, vocabulary 49152): decode (n_tok = 1, a matvec; 4, a
+// batched decode step) and prefill (n_tok = 512), 1 and 2 threads.
 // Counters: weight_B/s = bytes of weights streamed per second, FLOP/s = 2 * n_in * n_out * n_tok
 // per second. K-quants need n_in to be a multiple of 256, so their "576" inputs use 768.
 //
@@ -34,12 +35,16 @@ std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
         std::memcpy(b, &v, 4);
         break;
       }
-      case GgmlType::F16: std::memcpy(b, &s, 2); break;
-      case GgmlType::Q4_1: case GgmlType::Q4_K:
+      case GgmlType::BF16: {
+        const uint16_t h = 0x3c23;  // 0.01 as bf16
+        std::memcpy(b, &h, 2);
+        break;
+      }
+      case GgmlType::F16: case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: std::memcpy(b, &s, 2); break;
+      case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K:
         std::memcpy(b, &s, 2);
         std::memcpy(b + 2, &s, 2);
         break;
-      case GgmlType::Q8_0: std::memcpy(b, &s, 2); break;
       case GgmlType::Q6_K: std::memcpy(b + 208, &s, 2); break;
       default: break;
     }
@@ -68,8 +73,9 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
 }
 
 int register_all() {
-  const GgmlType types[] = {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                            GgmlType::Q6_K, GgmlType::F16,  GgmlType::F32};
+  const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                            GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                            GgmlType::F16,  GgmlType::BF16, GgmlType::F32};
   const int64_t shapes[][2] = {{576, 1536}, {1536, 576}, {576, 49152}};
   for (GgmlType type : types) {
     for (const auto& shape : shapes) {
@@ -80,7 +86,7 @@ int register_all() {
                                std::to_string(n_in) + "x" + std::to_string(n_out);
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out)
           ->ArgNames({"n_tok", "threads"})
-          ->ArgsProduct({{1, 512}, {1, 2}})
+          ->ArgsProduct({{1, 4, 512}, {1, 2}})
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

@@ -1,0 +1,64 @@
+// Micro-benchmarks of the small per-token kernels at the default model's shapes (hidden 576,
+// 9 query heads and 3 KV heads of size 64): RMSNorm over n_tok rows and RoPE over the query and
+// key heads of n_tok tokens. Counter: B/s = bytes read and written per second (both work in place
+// or row by row, so each is one pass over its rows).
+//
+//   snapkv_bench --benchmark_filter='RmsNorm|Rope'
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "ops/norm.h"
+#include "ops/rope.h"
+
+namespace snapkv {
+namespace {
+
+constexpr int64_t kHidden = 576;
+constexpr int kHeads = 9 + 3, kDim = 64;  // queries and keys together
+
+std::vector<float> random_floats(size_t n) {
+  std::vector<float> v(n);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (float& x : v) x = g(rng);
+  return v;
+}
+
+void BM_RmsNorm(benchmark::State& state) {
+  const int64_t n_tok = state.range(0);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tok * kHidden)), w = random_floats(kHidden);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    rms_norm(x.data(), w.data(), y.data(), n_tok, kHidden, 1e-5f);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(x.size() * sizeof(float)),
+                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RmsNorm)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+void BM_Rope(benchmark::State& state) {
+  const int64_t n_tok = state.range(0);
+  RopeParams p;
+  p.n_rot = kDim;
+  p.freq_base = 100000;  // SmolLM2
+  const std::vector<double> inv_freq = p.inv_freq();
+  std::vector<float> x = random_floats(static_cast<size_t>(n_tok * kHeads * kDim));
+  std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+  std::iota(pos.begin(), pos.end(), 4000);
+  for (auto _ : state) {
+    rope(x.data(), pos.data(), n_tok, kHeads, kDim, p, inv_freq);
+    benchmark::DoNotOptimize(x.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["B/s"] = benchmark::Counter(2.0 * static_cast<double>(x.size() * sizeof(float)),
+                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Rope)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace snapkv
