@@ -11,8 +11,8 @@ loop in the timed part):
   decode    for each batch size B, sequence 0 is copied to 1..B-1 (llama_memory_seq_cp: the
             unified cache shares the prompt's cells, so each step's attention reads the prompt
             once per sequence, as snapkv's copies do), then N steps of one llama_decode of B
-            tokens (each sequence's greedy next token); ms per step = the mean time of those
-            calls. The copies and generated tokens are removed before the next B.
+            tokens (each sequence's greedy next token), after one untimed step; ms per step =
+            the mean time of those calls. The copies and generated tokens are removed before the next B.
 
 Prints one JSON line: {"prefill_s", "peak_rss", "decode_ms": {"B": ms per step}, "flash_attn"}.
 Run with the Python of a venv that has llama-cpp-python (tools/reference/setup_venv.sh).
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--tokens", required=True, help="file of the prompt's token ids")
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--batches", default="1,2,4")
-    ap.add_argument("-n", "--n-decode", type=int, default=32)
+    ap.add_argument("-n", "--n-decode", type=int, default=64)
     a = ap.parse_args()
     with open(a.tokens) as f:
         prompt = [int(t) for t in f.read().split()]
@@ -63,7 +63,7 @@ def main():
     if not model:
         sys.exit(f"error: llama.cpp cannot load {a.model}")
     cp = L.llama_context_default_params()
-    cp.n_ctx = len(prompt) + max_b * (a.n_decode + 1) + 16
+    cp.n_ctx = len(prompt) + max_b * (a.n_decode + 2) + 16
     cp.n_seq_max = max_b
     cp.kv_unified = True
     cp.n_threads = cp.n_threads_batch = a.threads
@@ -95,11 +95,12 @@ def main():
             L.llama_memory_seq_cp(mem, 0, s, -1, -1)
         tokens = [first] * B
         spent = 0.0
-        for step in range(a.n_decode):
+        for step in range(a.n_decode + 1):  # step 0 untimed, as snapkv's
             fill(batch, tokens, [n + step] * B, range(B), [True] * B)
             t = time.perf_counter()
             decode(ctx, batch)
-            spent += time.perf_counter() - t
+            if step > 0:
+                spent += time.perf_counter() - t
             tokens = [greedy(i) for i in range(B)]
         decode_ms[str(B)] = spent * 1e3 / a.n_decode
         for s in range(1, B):

@@ -5,7 +5,8 @@
 // For each prompt length L (the first L tokens of the Paul Graham essays) and repetition, every
 // contender runs once, in turn (the order rotates each repetition), each in a fresh process: it
 // prefills the prompt (timed; peak RSS right after), then for each batch size B decodes N greedy
-// steps of B copies of the prefilled sequence, one batched forward call per step. B copies cost
+// steps of B copies of the prefilled sequence, one batched forward call per step, after one
+// untimed step (the first append to a copy reallocates it). B copies cost
 // each step what B different prompts of length L cost (every sequence attends over its own L, or
 // its compressed C, entries). Reported: medians over the repetitions of the prefill seconds, the
 // peak RSS and the mean ms per decode step. llama.cpp runs scripts/llama_bench.py (llama-cpp-python,
@@ -48,7 +49,7 @@ struct DecodeBenchOptions {
   std::vector<int> lengths = {512, 1024, 2048, 4096, 7680};
   std::vector<int> batches = {1, 2, 4};
   std::vector<int> capacities = {1024, 2048};
-  int n_decode = 32;
+  int n_decode = 64;
   int reps = 5;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string llama_python;  // empty: no llama.cpp contender
@@ -74,7 +75,7 @@ Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std
   const auto file = GgufFile::open(o.model);
   const auto model = load_model(*file);
   ThreadPool pool(o.threads);
-  const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 1;
+  const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
   SessionOptions so;
   if (c.capacity > 0) so.press.press = "snapkv", so.press.capacity = c.capacity;
   Session prompt(*model, n_ctx, pool, so);
@@ -94,10 +95,10 @@ Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std
     }
     std::vector<int32_t> next(static_cast<size_t>(b), static_cast<int32_t>(argmax(prompt.logits())));
     double spent = 0;
-    for (int step = 0; step < o.n_decode; ++step) {
+    for (int step = 0; step <= o.n_decode; ++step) {  // step 0 untimed: the copies' first append grows them
       t.reset();
       Session::decode_batch(ptrs, next);
-      spent += t.seconds();
+      if (step > 0) spent += t.seconds();
       for (int i = 0; i < b; ++i) next[static_cast<size_t>(i)] = static_cast<int32_t>(argmax(ptrs[static_cast<size_t>(i)]->logits()));
     }
     r.step_ms.push_back(spent * 1e3 / o.n_decode);
@@ -167,7 +168,7 @@ int bench_decode(const DecodeBenchOptions& o) {
   const auto tok = Tokenizer::from_gguf(*file);
   const int n_ctx_train = load_model(*file)->hparams().n_ctx_train;
   for (int l : o.lengths) {
-    if (l < 1 || l + o.n_decode + 1 > n_ctx_train) {
+    if (l < 1 || l + o.n_decode + 2 > n_ctx_train) {
       fail(ErrorKind::kInvalidArgument, "--lengths: {} + {} decoded tokens does not fit the model's context of {}", l,
            o.n_decode, n_ctx_train);
     }
