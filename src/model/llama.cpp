@@ -7,6 +7,7 @@
 // prompt while the [chunk, n_ff] feed-forward activations stay bounded.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,16 @@ namespace snapkv {
 namespace {
 
 constexpr int64_t kChunk = 256;  // tokens per chunk inside a layer
+
+// fn(t0, t1) over token rows [0, n): split among the threads in prefill, inline for the few rows
+// of a decode step (waking the threads would cost more than the work).
+void over_tokens(ThreadPool& pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n < 32) {
+    fn(0, n);
+  } else {
+    pool.parallel_for(n, fn);
+  }
+}
 
 // Activations of one chunk, allocated once per forward call and reused by every layer and chunk.
 struct Scratch {
@@ -226,15 +237,19 @@ void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, S
   const Layer& L = layers_[il];
   const int64_t nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
   float* hn = s.hn.data();
-  rms_norm(x, L.attn_norm.data(), hn, n, h.n_embd, h.rms_eps);
+  over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+    rms_norm(x + t0 * h.n_embd, L.attn_norm.data(), hn + t0 * h.n_embd, t1 - t0, h.n_embd, h.rms_eps);
+  });
   matmul(L.wq, hn, n, s.q.data(), pool);
   matmul(L.wk, hn, n, s.k.data(), pool);
   matmul(L.wv, hn, n, s.v.data(), pool);
   if (!L.bq.empty()) add_bias(s.q.data(), L.bq.data(), n, nq);
   if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
-  rope(s.q.data(), pos, n, h.n_head, h.head_dim, h.rope, inv_freq_);
-  rope(s.k.data(), pos, n, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
+  over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+    rope(s.q.data() + t0 * nq, pos + t0, t1 - t0, h.n_head, h.head_dim, h.rope, inv_freq_);
+    rope(s.k.data() + t0 * nkv, pos + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
+  });
 }
 
 void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const {
@@ -245,10 +260,14 @@ void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& po
   matmul(L.wo, s.o.data(), n, hn, pool);
   add_inplace(x, hn, n * e);
 
-  rms_norm(x, L.ffn_norm.data(), hn, n, e, h.rms_eps);
+  over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+    rms_norm(x + t0 * e, L.ffn_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
+  });
   matmul(L.w_gate, hn, n, s.gate.data(), pool);
   matmul(L.w_up, hn, n, s.up.data(), pool);
-  silu_mul_inplace(s.gate.data(), s.up.data(), n * h.n_ff);
+  over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+    silu_mul_inplace(s.gate.data() + t0 * h.n_ff, s.up.data() + t0 * h.n_ff, (t1 - t0) * h.n_ff);
+  });
   matmul(L.w_down, s.gate.data(), n, hn, pool);
   add_inplace(x, hn, n * e);
 }

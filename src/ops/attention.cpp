@@ -478,16 +478,15 @@ void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, 
   const int n_kv = static_cast<int>(kv.size());
   const int n_group = n_head / n_kv;
   const int64_t n_tiles = (n_tok + kTokenTile - 1) / kTokenTile;
-  // Work items are (token tile, kv head); later tiles see more keys, and the contiguous split of
-  // parallel_for gives each thread a mix only if items are interleaved, so stride by thread.
+  // Work items are (token tile, kv head), claimed one at a time; later tiles see more keys, so
+  // they go first.
   const int64_t n_items = n_tiles * n_kv;
-  pool.run([&](int ith, int nth) {
-    for (int64_t w = ith; w < n_items; w += nth) {
-      const int hk = static_cast<int>(w % n_kv);
-      const int64_t t0 = (w / n_kv) * kTokenTile;
-      const int64_t t1 = std::min(n_tok, t0 + kTokenTile);
-      HWY_DYNAMIC_DISPATCH(AttendTileT)(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out, lse);
-    }
+  pool.for_each_item(n_items, [&](int64_t i) {
+    const int64_t w = n_items - 1 - i;
+    const int hk = static_cast<int>(w % n_kv);
+    const int64_t t0 = (w / n_kv) * kTokenTile;
+    const int64_t t1 = std::min(n_tok, t0 + kTokenTile);
+    HWY_DYNAMIC_DISPATCH(AttendTileT)(q, q_pos, t0, t1, hk * n_group, n_group, n_head, head_dim, kv[hk], out, lse);
   });
 }
 

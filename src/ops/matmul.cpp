@@ -307,11 +307,18 @@ void MatmulTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y,
     RunOn(pool, n_tb * w.n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
       PackTokens(x, w.n_in, t0, n_tok, xt, n_tb * ith / nth, n_tb * (ith + 1) / nth);
     });
-    RunOn(pool, work, [&](int ith, int nth) {
-      int64_t r0, r1;
-      SplitRows(w.n_out, kMR, ith, nth, &r0, &r1);
-      if (r0 < r1) GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, r0, r1);
-    });
+    // Row tiles claimed a pair at a time (ThreadPool::for_each_item): a thread the OS holds up
+    // does not hold up the matmul.
+    const int64_t rows_per_item = 2 * kRowTile;
+    const int64_t n_items = (w.n_out + rows_per_item - 1) / rows_per_item;
+    const auto item = [&](int64_t i) {
+      GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, i * rows_per_item, std::min(w.n_out, (i + 1) * rows_per_item));
+    };
+    if (pool.size() == 1 || work < kMinParallelWork) {
+      for (int64_t i = 0; i < n_items; ++i) item(i);
+    } else {
+      pool.for_each_item(n_items, item);
+    }
   }
 }
 

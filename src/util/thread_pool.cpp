@@ -82,4 +82,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   });
 }
 
+void ThreadPool::for_each_item(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  std::atomic<int64_t> next{0};
+  run([&](int, int) {
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
+  });
+}
+
 }  // namespace snapkv

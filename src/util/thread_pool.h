@@ -32,6 +32,11 @@ class ThreadPool {
   // Splits [0, n) into contiguous ranges, at most one per thread, and calls fn(begin, end).
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+  // Calls fn(i) once for every i in [0, n), each thread taking the next unclaimed i until none is
+  // left: with items of uneven cost, or a thread the OS holds up, the others take up the slack
+  // (a static split waits for the slowest share). Put the costliest items first.
+  void for_each_item(int64_t n, const std::function<void(int64_t i)>& fn);
+
  private:
   void worker(int ith);
 

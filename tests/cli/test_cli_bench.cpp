@@ -5,10 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 
 #include "support/cli.h"
 #include "support/paths.h"
@@ -61,8 +59,7 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("| prompt | B=1 full | B=1 snapkv C=64 | B=3 full | B=3 snapkv C=64 |"), std::string::npos)
       << r.out;
-  std::ifstream f(out / "bench_decode.json");
-  const auto j = nlohmann::json::parse(f);
+  const auto j = nlohmann::json::parse(test::slurp(out / "bench_decode.json"));
   ASSERT_EQ(j["runs"].size(), 4u);  // 2 lengths x 2 contenders x 1 rep
   for (const auto& run : j["runs"]) {
     EXPECT_GT(run["prefill_s"].get<double>(), 0) << run;
@@ -75,11 +72,9 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
     }
   }
   for (const char* svg : {"decode_b1.svg", "decode_b3.svg", "prefill.svg", "memory.svg"}) {
-    std::ifstream in(out / svg);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_NE(text.str().find("snapkv C=64</text>"), std::string::npos) << svg;
-    EXPECT_NE(text.str().find("<polyline"), std::string::npos) << svg;
+    const std::string text = test::slurp(out / svg);
+    EXPECT_NE(text.find("snapkv C=64</text>"), std::string::npos) << svg;
+    EXPECT_NE(text.find("<polyline"), std::string::npos) << svg;
   }
   std::filesystem::remove_all(out);
 }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "kv/kv_cache.h"
 #include "util/error.h"
@@ -45,6 +47,33 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1);
     }
   }
+}
+
+TEST(ThreadPool, ForEachItemCallsEveryItemOnceAndSharesThemOut) {
+  for (int nth : {1, 2, 3}) {
+    ThreadPool pool(nth);
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.for_each_item(n, [&](int64_t i) { hits[i]++; });
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << nth << " threads, item " << i << " of " << n;
+    }
+  }
+  // The items are claimed, not dealt: while one thread is held up in item 0, the other takes all
+  // the rest (with a static split, half of them would wait for the held-up thread; item 0 gives
+  // up after 10 s so that such a regression fails instead of hanging).
+  ThreadPool pool(2);
+  std::atomic<int> others{0};
+  bool released = false;
+  pool.for_each_item(100, [&](int64_t i) {
+    if (i > 0) {
+      ++others;
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (others.load() < 99 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    released = others.load() == 99;
+  });
+  EXPECT_TRUE(released);
 }
 
 }  // namespace
