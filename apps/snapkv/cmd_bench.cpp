@@ -3,6 +3,7 @@
 // process (run_in_child), so peak RSS is per configuration and neither run warms caches for the
 // other. Reports medians and the ratios full / press.
 #include <fmt/core.h>
+
 #include <algorithm>
 #include <sstream>
 #include <thread>
