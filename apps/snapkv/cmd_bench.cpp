@@ -53,7 +53,7 @@ Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
   t.reset();
   for (int i = 0; i < o.n_decode; ++i) {
     const auto logits = s.logits();
-    s.decode(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    s.decode(greedy_token(logits));
   }
   r.decode_ms = t.seconds() * 1e3 / o.n_decode;
   r.kv_bytes = static_cast<double>(s.kv().bytes());

@@ -68,8 +68,6 @@ struct Sample {
   std::vector<double> step_ms;  // per batch size, in the order of the options
 };
 
-uint32_t argmax(std::span<const float> v) { return static_cast<uint32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
-
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
   const auto file = GgufFile::open(o.model);
@@ -93,13 +91,13 @@ Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std
       seqs.back()->adopt(prompt.kv(), prompt.tokens(), prompt.logits());
       ptrs.push_back(seqs.back().get());
     }
-    std::vector<int32_t> next(static_cast<size_t>(b), static_cast<int32_t>(argmax(prompt.logits())));
+    std::vector<int32_t> next(static_cast<size_t>(b), greedy_token(prompt.logits()));
     double spent = 0;
     for (int step = 0; step <= o.n_decode; ++step) {  // step 0 untimed: the copies' first append grows them
       t.reset();
       Session::decode_batch(ptrs, next);
       if (step > 0) spent += t.seconds();
-      for (int i = 0; i < b; ++i) next[static_cast<size_t>(i)] = static_cast<int32_t>(argmax(ptrs[static_cast<size_t>(i)]->logits()));
+      for (size_t i = 0; i < ptrs.size(); ++i) next[i] = greedy_token(ptrs[i]->logits());
     }
     r.step_ms.push_back(spent * 1e3 / o.n_decode);
   }
@@ -140,7 +138,7 @@ Sample median_of(const std::vector<Sample>& v) {
     return median(x);
   };
   Sample m{med([](const Sample& s) { return s.prefill_s; }), med([](const Sample& s) { return s.peak_rss; }),
-           med([](const Sample& s) { return s.kv_bytes; }), {}};
+           std::isfinite(v.front().kv_bytes) ? med([](const Sample& s) { return s.kv_bytes; }) : std::nan(""), {}};  // llama.cpp: none
   for (size_t i = 0; i < v.front().step_ms.size(); ++i) m.step_ms.push_back(med([&](const Sample& s) { return s.step_ms[i]; }));
   return m;
 }

@@ -103,7 +103,7 @@ Decoded decode_after(const Model& model, const std::vector<int32_t>& prompt, con
     Timer t;
     for (int i = 0; i < o.n_decode; ++i) {
       const auto logits = s.logits();
-      s.decode(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      s.decode(greedy_token(logits));
     }
     runs.push_back(t.seconds() * 1e3 / o.n_decode);
   }
