@@ -12,7 +12,7 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(ruler longeval_lines leval longbench niah)
 for s in "${suites[@]}"; do
   case $s in
-    ruler) run ruler --lengths 4096 --limit 1 ;;
+    ruler) run ruler --lengths 2048,4096,8192 --limit 2 ;;
     longeval_lines) run longeval_lines --lengths 2048,4096,6144,8192 --positions 0,50,100 --limit 3 ;;
     leval) run leval --limit 1 ;;
     longbench) run longbench --limit 1 ;;
