@@ -40,9 +40,11 @@ namespace {
 // workers spin between jobs, so a run() costs about a microsecond, and a 576 x 1536 Q4_1 matvec
 // (2^19.8 multiply-adds, 80 us on one thread) takes about 41 us on two.
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 17;
+inline bool RunsInline(const ThreadPool& pool, int64_t work) { return pool.size() == 1 || work < kMinParallelWork; }
+
 template <class Fn>
 void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
-  if (pool.size() == 1 || work < kMinParallelWork) {
+  if (RunsInline(pool, work)) {
     fn(0, 1);
   } else {
     pool.run(fn);
@@ -314,7 +316,7 @@ void MatmulTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y,
     const auto item = [&](int64_t i) {
       GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, i * rows_per_item, std::min(w.n_out, (i + 1) * rows_per_item));
     };
-    if (pool.size() == 1 || work < kMinParallelWork) {
+    if (RunsInline(pool, work)) {
       for (int64_t i = 0; i < n_items; ++i) item(i);
     } else {
       pool.for_each_item(n_items, item);
