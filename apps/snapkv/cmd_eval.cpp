@@ -22,6 +22,7 @@
 #include "io/tokenizer.h"
 #include "kv_options.h"
 #include "model/model.h"
+#include "text_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
@@ -205,9 +206,8 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   fmt::print("{}", md);
   std::fflush(stdout);
   if (!o.out.empty()) {
-    std::ofstream mdf(fs::path(o.out) / "fidelity.md", std::ios::trunc);
-    mdf << md;
-    if (!mdf || !jsonl) fail(ErrorKind::kBadFile, "{}: writing the results failed", o.out);
+    write_text_file(fs::path(o.out) / "fidelity.md", md);
+    if (!jsonl) fail(ErrorKind::kBadFile, "{}: writing the results failed", o.out);
   }
   fmt::print(stderr, "done: {} cells in {} (wall, model load included){}\n", cells.size(),
              format_duration(wall.seconds()), o.out.empty() ? "" : fmt::format("; results in {}", o.out));
