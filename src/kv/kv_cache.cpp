@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/convert.h"
 #include "ops/fp16.h"
 #include "util/error.h"
 
@@ -21,10 +22,7 @@ void KvCache::store_row(const float* src, uint8_t* dst) const {
       std::memcpy(dst, src, row_bytes_);
       return;
     case KvType::kF16:
-      for (int i = 0; i < head_dim_; ++i) {
-        const uint16_t h = f32_to_fp16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
+      f32_to_fp16_row(src, dst, head_dim_);
       return;
     case KvType::kBF16:
       for (int i = 0; i < head_dim_; ++i) {

@@ -1,6 +1,6 @@
-// fp16/bf16 conversions and the scalar reference dequantizers, on hand-built blocks whose values
-// are worked out by hand (a few literal checks per type) and by an element-wise restatement of
-// the GGML format (every element).
+// fp16/bf16 conversions (scalar, and the KV cache's SIMD rows) and the scalar reference
+// dequantizers, on hand-built blocks whose values are worked out by hand (a few literal checks per
+// type) and by an element-wise restatement of the GGML format (every element).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -10,8 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "ops/convert.h"
 #include "ops/dequant.h"
 #include "ops/fp16.h"
+#include "support/simd_targets.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -89,6 +91,36 @@ TEST(Fp16, MatchesCompilerConversion) {
                                static_cast<int>(rng() % 48) - 30);
     ASSERT_EQ(f32_to_fp16(f), std::bit_cast<uint16_t>(static_cast<_Float16>(f))) << f;
   }
+}
+
+// The KV cache's row conversion (vcvtps2ph where the target has F16C) against the same oracle,
+// at every SIMD target, over rows whose lengths and offsets leave tails and unaligned stores.
+TEST(Fp16, RowConversionMatchesCompilerConversionAtEveryTarget) {
+  std::mt19937 rng(11);
+  std::vector<float> src;
+  for (int i = 0; i < 40000; ++i) src.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (uint32_t h = 0; h < 0x7C00; h += 7) {  // ties between neighbouring halves
+    const float lo = fp16_to_f32(static_cast<uint16_t>(h)), hi = fp16_to_f32(static_cast<uint16_t>(h + 1));
+    src.push_back(lo + (hi - lo) / 2);
+    src.push_back(-(lo + (hi - lo) / 2));
+  }
+  src.push_back(std::bit_cast<float>(0x7F800001u));  // signalling NaN
+  src.push_back(-std::numeric_limits<float>::quiet_NaN());
+  test::for_each_target([&] {
+    for (size_t off : {size_t{0}, size_t{3}}) {
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{64}, static_cast<int64_t>(src.size() - off)}) {
+        std::vector<uint8_t> dst(2 * static_cast<size_t>(n) + 1);
+        f32_to_fp16_row(src.data() + off, dst.data() + 1, n);  // odd address
+        for (int64_t i = 0; i < n; ++i) {
+          const float f = src[off + static_cast<size_t>(i)];
+          uint16_t got;
+          std::memcpy(&got, dst.data() + 1 + 2 * i, 2);
+          const uint16_t want = std::isnan(f) ? f32_to_fp16(f) : std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+          ASSERT_EQ(got, want) << "n " << n << " i " << i << " f " << f;
+        }
+      }
+    }
+  });
 }
 
 TEST(Bf16, KnownValues) {
