@@ -15,7 +15,7 @@ for s in "${suites[@]}"; do
     ruler) run ruler --lengths 2048,4096,8192 --limit 2 ;;
     longeval_lines) run longeval_lines --lengths 2048,4096,6144,8192 --positions 0,50,100 --limit 3 ;;
     leval) run leval --limit 1 ;;
-    longbench) run longbench --limit 1 ;;
+    longbench) run longbench --limit 8 ;;
     niah) run niah --lengths 1024,2048,3072,4096,5120,6144,7168,8192 --depths 0,10,20,30,40,50,60,70,80,90,100 ;;
     *) echo "unknown suite $s" >&2; exit 2 ;;
   esac
