@@ -16,10 +16,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int32_t greedy_token(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
 std::vector<int32_t> essay_tokens(const std::string& data_dir, const Tokenizer& tok, int n) {
   std::vector<int32_t> ids = encode_prefix(tok, read_paul_graham_essays(data_dir), n);
   if (static_cast<int>(ids.size()) < n) fail(ErrorKind::kInvalidArgument, "the essays have only {} tokens", ids.size());

@@ -2,7 +2,6 @@
 // Pieces shared by the `snapkv bench` subcommands.
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -12,9 +11,6 @@ namespace snapkv::cli {
 
 // The median of v (the upper one for an even count); v must not be empty.
 double median(std::vector<double> v);
-
-// The greedy next token: the index of the largest logit (the first of equal ones).
-int32_t greedy_token(std::span<const float> logits);
 
 // The first n tokens of the Paul Graham essays in data_dir, or Error(kInvalidArgument).
 std::vector<int32_t> essay_tokens(const std::string& data_dir, const Tokenizer& tok, int n);

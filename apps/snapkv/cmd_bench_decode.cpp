@@ -27,6 +27,7 @@
 
 #include "bench_util.h"
 #include "commands.h"
+#include "engine/sampler.h"
 #include "engine/session.h"
 #include "io/gguf.h"
 #include "io/tokenizer.h"

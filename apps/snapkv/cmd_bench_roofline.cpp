@@ -14,6 +14,7 @@
 
 #include "bench_util.h"
 #include "commands.h"
+#include "engine/sampler.h"
 #include "engine/session.h"
 #include "hwy/targets.h"
 #include "io/gguf.h"

@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "engine/chat_template.h"
+#include "engine/sampler.h"
 #include "engine/session.h"
 #include "eval/eval_prompt.h"
 #include "eval/fidelity.h"
@@ -114,8 +115,7 @@ std::string answer_greedily(Session& session, const Tokenizer& tokenizer, const 
   std::vector<int32_t> out;
   std::string text;
   for (int i = 0; i < c.max_tokens; ++i) {
-    const std::span<const float> lg = session.logits();
-    const auto tok = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+    const int32_t tok = greedy_token(session.logits());
     if (tokenizer.is_eog(tok)) break;
     if (c.stop_at_newline && text.find_first_not_of(" \t\r\n") != std::string::npos &&
         tokenizer.token_piece(tok).find('\n') != std::string::npos) {

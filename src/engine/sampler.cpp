@@ -8,6 +8,10 @@
 
 namespace snapkv {
 
+int32_t greedy_token(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
 std::string SamplingParams::validate() const {
   if (!(temperature >= 0.0f) || temperature > 100.0f) return "temperature must be in [0, 100]";
   if (top_k < 0) return "top_k must be >= 0";

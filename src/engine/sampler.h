@@ -8,6 +8,9 @@
 
 namespace snapkv {
 
+// The greedy next token: the index of the largest logit (the first of equal ones).
+int32_t greedy_token(std::span<const float> logits);
+
 // Picks the next token from a row of logits. Order of the filters follows llama.cpp's default
 // chain: repetition penalty, top-k, top-p, min-p, temperature, then a draw.
 class Sampler {

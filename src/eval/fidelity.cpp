@@ -10,19 +10,13 @@
 #include <numeric>
 #include <sstream>
 
+#include "engine/sampler.h"
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
 #include "util/error.h"
 #include "util/timer.h"
 
 namespace snapkv {
-namespace {
-
-int64_t first_argmax(std::span<const float> x) {
-  return std::max_element(x.begin(), x.end()) - x.begin();  // the first of equal maxima
-}
-
-}  // namespace
 
 PressConfig FidelityParams::cell_config(const std::string& press, int capacity) const {
   PressConfig c = base;
@@ -96,7 +90,7 @@ LogitComparison compare_logits(std::span<const float> ref, std::span<const float
   LogitComparison c;
   // Mathematically >= 0; rounding can leave a few 1e-16 below it.
   c.kl = std::max(0.0, acc / sr + lse_t - lse_r);
-  c.same_top1 = first_argmax(ref) == first_argmax(test);
+  c.same_top1 = greedy_token(ref) == greedy_token(test);
   c.nll_ref = lse_r - ref[target];
   c.nll_test = lse_t - test[target];
   return c;

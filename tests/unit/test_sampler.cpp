@@ -15,6 +15,9 @@ TEST(Sampler, GreedyTakesArgmaxAndLowestIdOnTies) {
   EXPECT_EQ(s.sample(kLogits, {}), 1);
   const std::vector<float> tie = {5.0f, 5.0f};
   EXPECT_EQ(s.sample(tie, {}), 0);
+  EXPECT_EQ(greedy_token(kLogits), 1);
+  const std::vector<float> late_tie = {-2.0f, 4.0f, 1.0f, 4.0f};
+  EXPECT_EQ(greedy_token(late_tie), 1);
 }
 
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
