@@ -1,8 +1,9 @@
 // snapkv eval SUITE (niah, longeval_lines, ruler, longbench, leval): every case is rendered,
 // prefilled once with the full cache (recording what every press needs), then answered greedily
-// with every press at every capacity on pressed copies of that cache. One line per case x press
-// x capacity goes to <out>/<suite>.jsonl (resumable: lines already there are skipped, and a case
-// whose input changed is an error); <suite>.md and the SVG plots are rewritten at the end.
+// with every press at every capacity on pressed copies of that cache, decoded together in one
+// batch. One line per case x press x capacity goes to <out>/<suite>.jsonl (resumable: lines
+// already there are skipped, and a case whose input changed is an error); <suite>.md and the SVG
+// plots are rewritten at the end.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -13,7 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <numeric>
 #include <set>
+#include <span>
 
 #include "commands.h"
 #include "engine/chat_template.h"
@@ -109,24 +113,41 @@ Done read_done(const fs::path& path, const std::string& placement) {
   return d;
 }
 
-// Greedy answer: stops at an end-of-generation token, after max_tokens, or (stop_at_newline) at
-// a newline once the answer has text. Returns the answer without surrounding whitespace.
-std::string answer_greedily(Session& session, const Tokenizer& tokenizer, const EvalCase& c) {
-  std::vector<int32_t> out;
-  std::string text;
-  for (int i = 0; i < c.max_tokens; ++i) {
-    const int32_t tok = greedy_token(session.logits());
-    if (tokenizer.is_eog(tok)) break;
-    if (c.stop_at_newline && text.find_first_not_of(" \t\r\n") != std::string::npos &&
-        tokenizer.token_piece(tok).find('\n') != std::string::npos) {
-      break;
+// Greedy answers of sessions decoded together, one batched step per token (the weights are read
+// once for all of them): each stops at an end-of-generation token, after max_tokens, or
+// (stop_at_newline) at a newline once its answer has text. Returns the answers without
+// surrounding whitespace.
+std::vector<std::string> answer_greedily(std::span<Session* const> sessions, const Tokenizer& tokenizer,
+                                         const EvalCase& c) {
+  std::vector<std::vector<int32_t>> out(sessions.size());
+  std::vector<std::string> text(sessions.size());
+  std::vector<size_t> active(sessions.size());
+  std::iota(active.begin(), active.end(), size_t{0});
+  for (int i = 0; i < c.max_tokens && !active.empty(); ++i) {
+    std::vector<size_t> going;
+    std::vector<Session*> batch;
+    std::vector<int32_t> next;
+    for (const size_t k : active) {
+      const int32_t tok = greedy_token(sessions[k]->logits());
+      if (tokenizer.is_eog(tok)) continue;
+      if (c.stop_at_newline && text[k].find_first_not_of(" \t\r\n") != std::string::npos &&
+          tokenizer.token_piece(tok).find('\n') != std::string::npos) {
+        continue;
+      }
+      out[k].push_back(tok);
+      text[k] = tokenizer.decode(out[k]);
+      going.push_back(k);
+      batch.push_back(sessions[k]);
+      next.push_back(tok);
     }
-    out.push_back(tok);
-    text = tokenizer.decode(out);
-    if (i + 1 < c.max_tokens) session.decode(tok);
+    if (i + 1 < c.max_tokens) Session::decode_batch(batch, next);
+    active = std::move(going);
   }
-  const size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : text.substr(b, e - b + 1);
+  for (std::string& t : text) {
+    const size_t b = t.find_first_not_of(" \t\r\n"), e = t.find_last_not_of(" \t\r\n");
+    t = b == std::string::npos ? "" : t.substr(b, e - b + 1);
+  }
+  return text;
 }
 
 int run_suite_cmd(const SuiteOptions& o) {
@@ -249,57 +270,99 @@ int run_suite_cmd(const SuiteOptions& o) {
     return static_cast<size_t>(std::mismatch(x.begin(), x.end(), y.begin(), y.end()).first - x.begin());
   };
 
-  // `state` holds a prefill of a prefix of the next case's tokens: each case extends it, after a
-  // copy is kept at the prefix it shares with the case after it.
-  RecordedPrefill state(*model, so.kv_type, window, observed, pool);
+  // keep[k]: the tokens case k shares with case k + 1. `saved` holds recorded prefills of prefixes
+  // of the next case's tokens, shortest first. A case starts from the longest and, on its way,
+  // saves every prefix a later case will start from (keep[k], and shorter ones where keep[k + 1],
+  // keep[k + 2], ... fall below it: two questions on one document that share a first word, then
+  // one that does not), but not one within kMinSavedGap tokens of the prefix below it: prefilling
+  // that many again costs less than holding another copy of the cache.
+  constexpr size_t kMinSavedGap = 32;
+  std::vector<size_t> keep(todo.size(), 0);
+  for (size_t k = 0; k + 1 < todo.size(); ++k) keep[k] = shared(before(todo[k]), before(todo[k + 1]));
+  std::vector<RecordedPrefill> saved;
   for (size_t k = 0; k < todo.size(); ++k) {
     const EvalCase& c = cases[todo[k]];
     const EvalPrompt& prompt = prompts[todo[k]];
     const std::span<const int32_t> all(prompt.ids), head = before(todo[k]), tail = all.subspan(prompt.split);
+    RecordedPrefill state(*model, so.kv_type, window, observed, pool);
+    if (!saved.empty() && saved.back().tokens().size() > keep[k]) {
+      state = std::move(saved.back());  // no later case starts from it
+      saved.pop_back();
+    } else if (!saved.empty()) {
+      state = saved.back();
+    }
     const size_t reused = state.tokens().size();
-    const size_t keep = k + 1 < todo.size() ? shared(head, before(todo[k + 1])) : 0;
+    std::vector<size_t> levels;  // decreasing
+    for (size_t m = k, lo = keep[k]; m < todo.size() && keep[m] > reused; ++m) {
+      lo = std::min(lo, keep[m]);
+      if (levels.empty() || lo < levels.back()) levels.push_back(lo);
+    }
     progress(fmt::format("{} prefill ({} of {} tokens)", c.id, head.size() - reused, head.size()));
     Timer pt;
-    RecordedPrefill next(*model, so.kv_type, window, observed, pool);
-    if (keep > reused) state.extend(head.subspan(reused, keep - reused));
-    if (keep >= reused && keep > 0) next = state;
-    state.extend(head.subspan(std::max(keep, reused)));
+    for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
+      const size_t have = state.tokens().size();
+      if (*it < have + kMinSavedGap) continue;
+      state.extend(head.subspan(have, *it - have));
+      saved.push_back(state);
+    }
+    state.extend(head.subspan(state.tokens().size()));
+    while (!saved.empty() && saved.back().tokens().size() > keep[k]) saved.pop_back();
     const double prefill_s = pt.seconds();
     const RecordedPrefill& rec = state;
+    // A session per press and capacity still to run, on a pressed copy of the recorded cache;
+    // then all of them answer together.
+    struct Cell {
+      std::string press;
+      int capacity;
+      std::unique_ptr<Session> session;
+      double press_s;
+      size_t kv_kept, kv_full;
+    };
+    std::vector<Cell> todo_cells;
     for (const std::string& p : o.presses) {
       for (int cap : capacities_of(p, o.capacities)) {
         if (done.cells.count(cell_key(c.id, p, cap))) continue;
         progress(fmt::format("{} {} C={}", c.id, p, cap));
-        Timer dt;
-        Session session(*model, static_cast<int>(prompt.ids.size()) + c.max_tokens, pool, full_opts);
-        session.adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), head, rec.last_logits());
-        if (!tail.empty()) session.prefill(tail, {}, /*compress=*/false);
-        const size_t kept = session.kv().bytes(), full = session.kv_full_bytes();
-        const std::string answer = answer_greedily(session, *tokenizer, c);
-        nlohmann::json j = {{"case", c.id},
-                            {"input_hash", fnv1a_hex(prompt.ids)},
-                            {"placement", placement},
-                            {"press", p},
-                            {"capacity", cap},
-                            {"prompt_tokens", prompt.ids.size()},
-                            {"answer", answer},
-                            {"prefill_s", prefill_s},
-                            {"prefill_reused_tokens", reused},
-                            {"decode_s", dt.seconds()},
-                            {"kv_bytes_kept", kept},
-                            {"kv_bytes_full", full},
-                            {"model", hp.name},
-                            {"kv_type", kv_type_name(so.kv_type)},
-                            {"seed", o.seed}};
-        j.update(c.meta);
-        j.update(suite->score(c, answer));
-        jsonl << j.dump() << "\n" << std::flush;
-        if (!jsonl) fail(ErrorKind::kBadFile, "{}: writing failed", jsonl_path.string());
-        done.rows.push_back(std::move(j));
-        ++cells_done;
+        Timer st;
+        auto session = std::make_unique<Session>(*model, static_cast<int>(prompt.ids.size()) + c.max_tokens, pool, full_opts);
+        session->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), head, rec.last_logits());
+        if (!tail.empty()) session->prefill(tail, {}, /*compress=*/false);
+        const size_t kept = session->kv().bytes(), full = session->kv_full_bytes();
+        todo_cells.push_back({p, cap, std::move(session), st.seconds(), kept, full});
       }
     }
-    state = std::move(next);
+    progress(fmt::format("{} answering ({} presses x capacities together)", c.id, todo_cells.size()));
+    std::vector<Session*> sessions;
+    for (const Cell& cell : todo_cells) sessions.push_back(cell.session.get());
+    Timer dt;
+    const std::vector<std::string> answers = answer_greedily(sessions, *tokenizer, c);
+    const double decode_s = dt.seconds() / static_cast<double>(std::max<size_t>(1, todo_cells.size()));
+    for (size_t i = 0; i < todo_cells.size(); ++i) {
+      const Cell& cell = todo_cells[i];
+      nlohmann::json j = {{"case", c.id},
+                          {"input_hash", fnv1a_hex(prompt.ids)},
+                          {"placement", placement},
+                          {"press", cell.press},
+                          {"capacity", cell.capacity},
+                          {"prompt_tokens", prompt.ids.size()},
+                          {"answer", answers[i]},
+                          {"prefill_s", prefill_s},
+                          {"prefill_reused_tokens", reused},
+                          {"press_s", cell.press_s},
+                          {"decode_s", decode_s},
+                          {"decode_batch", todo_cells.size()},
+                          {"kv_bytes_kept", cell.kv_kept},
+                          {"kv_bytes_full", cell.kv_full},
+                          {"model", hp.name},
+                          {"kv_type", kv_type_name(so.kv_type)},
+                          {"seed", o.seed}};
+      j.update(c.meta);
+      j.update(suite->score(c, answers[i]));
+      jsonl << j.dump() << "\n" << std::flush;
+      if (!jsonl) fail(ErrorKind::kBadFile, "{}: writing failed", jsonl_path.string());
+      done.rows.push_back(std::move(j));
+      ++cells_done;
+    }
   }
   progress("");
   fmt::print(stderr, "\n");

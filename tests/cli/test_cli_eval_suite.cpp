@@ -1,12 +1,14 @@
 // snapkv eval SUITE through the real binary, tiny: niah (one 600-token length, two depths, full
-// and snapkv at C=128, 8 answer tokens) with its files and resumability, question placements,
-// a changed input detected on resume, and flag errors.
+// and snapkv at C=128, 8 answer tokens) with its files and resumability, answers that stay with
+// their press in the decode batch, question placements, a changed input detected on resume, and
+// flag errors.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -42,7 +44,7 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
   std::set<std::string> cells;
   for (const nlohmann::json& j : lines_of(out / "niah.jsonl")) {
     for (const char* key : {"case", "length", "depth", "input_hash", "placement", "press", "capacity", "answer",
-                            "score", "needle_recall", "substring", "prefill_s", "decode_s", "kv_bytes_kept",
+                            "score", "needle_recall", "substring", "prefill_s", "press_s", "decode_s", "kv_bytes_kept",
                             "kv_bytes_full", "prompt_tokens"}) {
       EXPECT_TRUE(j.contains(key)) << key << " missing in " << j.dump();
     }
@@ -87,6 +89,29 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
   // Another needle changes every input: resuming into the same folder is refused.
   test::expect_cli_error(args + " --needle 'The password is swordfish.'", "was run on a different input");
   fs::remove_all(out);
+}
+
+// The presses of a case decode in one batch, and each answer stays with its press: full's and
+// h2o's (which differ at C=128) are those they give when each runs alone.
+TEST(CliEvalSuite, AnswersStayWithTheirPressInTheBatch) {
+  const std::vector<std::string> runs = {"full,snapkv,h2o", "full", "h2o"};
+  std::map<std::string, std::string> answer[3];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const fs::path out = fresh_dir(fmt::format("batch{}", i));
+    const test::CliRun r = test::run_cli(fmt::format(
+        "eval niah {} --lengths 600 --depths 0 --presses {} --capacity 128 --max-tokens 8 --out {}", test::eval_args(),
+        runs[i], out.string()));
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const nlohmann::json& j : lines_of(out / "niah.jsonl")) {
+      EXPECT_EQ(j["decode_batch"], i == 0 ? 3 : 1);
+      answer[i][j["press"].get<std::string>()] = j["answer"].get<std::string>();
+    }
+    fs::remove_all(out);
+  }
+  ASSERT_EQ(answer[0].size(), 3u);
+  EXPECT_EQ(answer[0]["full"], answer[1]["full"]);
+  EXPECT_EQ(answer[0]["h2o"], answer[2]["h2o"]);
+  EXPECT_NE(answer[0]["full"], answer[0]["h2o"]);
 }
 
 TEST(CliEvalSuite, QuestionPlacementsAreSeparateResults) {
