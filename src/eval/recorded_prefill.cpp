@@ -27,6 +27,7 @@ void RecordedPrefill::extend(std::span<const int32_t> tokens) {
                   first == 0 ? LayerRecorder::Call::kFresh : LayerRecorder::Call::kExtend);
   model_->forward(tokens, pos, full_, LogitsMode::kLast, logits_, *pool_, &recorder_);
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  score_memo_.clear();
 }
 
 KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept) const {
@@ -35,8 +36,11 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
   }
   KvCache c = full_;
   if (kept) kept->assign(c.n_layer(), {});
+  score_memo_.resize(static_cast<size_t>(c.n_layer()));
   for (int il = 0; il < c.n_layer(); ++il) {
-    const LayerKept k = press_layer(press, c, il, recorder_.input(il, c.layer(il)));
+    LayerInput in = recorder_.input(il, c.layer(il));
+    in.score_memo = &score_memo_[static_cast<size_t>(il)];
+    const LayerKept k = press_layer(press, c, il, in);
     if (kept) (*kept)[il] = k;
   }
   return c;

@@ -32,7 +32,8 @@ class RecordedPrefill {
 
   const KvCache& full() const { return full_; }
   std::span<const float> last_logits() const { return logits_; }
-  // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given.
+  // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given. Keeps
+  // the SnapKV scores it computes for the next press (so it is not thread-safe).
   KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr) const;
 
  private:
@@ -42,6 +43,8 @@ class RecordedPrefill {
   LayerRecorder recorder_;
   std::vector<int32_t> tokens_;
   std::vector<float> logits_;
+  // Per layer, the SnapKV scores computed by pressed() for the tokens held (LayerInput::score_memo).
+  mutable std::vector<ScoreMemo> score_memo_;
 };
 
 }  // namespace snapkv

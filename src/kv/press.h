@@ -3,8 +3,10 @@
 // and the last queries, and returns which entries each stored head keeps. Presses know nothing
 // about models; one file per press in kv/presses/, one line each in the registry (press.cpp).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "ops/attention.h"
@@ -12,6 +14,9 @@
 #include "util/thread_pool.h"
 
 namespace snapkv {
+
+// SnapKV's scores per stored head, by window, kernel, pooling and GQA reduction.
+using ScoreMemo = std::map<std::tuple<int, int, PoolKind, GqaReduce>, std::vector<std::vector<float>>>;
 
 struct LayerInput {
   int layer = 0, n_layer = 0;
@@ -28,6 +33,10 @@ struct LayerInput {
   std::span<const std::vector<float>> observed;
   int32_t first_new_pos = 0;
   ThreadPool* pool = nullptr;
+  // Optional: SnapKV's scores of this input, kept by whoever presses it several times (an
+  // evaluation presses one recorded layer with snapkv, pyramidkv and ada_kv at every capacity).
+  // Null: scores are computed every time.
+  ScoreMemo* score_memo = nullptr;
 };
 
 // Kept entry indices per stored head, ascending. An empty Selection keeps everything.

@@ -76,6 +76,13 @@ HeadScores reduce_gqa(const HeadScores& per_query_head, int n_stored, GqaReduce 
 }
 
 HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
+  if (in.score_memo) {
+    const auto key = std::make_tuple(cfg.window, cfg.kernel, cfg.pool, cfg.gqa);
+    if (const auto it = in.score_memo->find(key); it != in.score_memo->end()) return it->second;
+    LayerInput plain = in;
+    plain.score_memo = nullptr;
+    return in.score_memo->emplace(key, snapkv_scores(cfg, plain)).first->second;
+  }
   const int64_t w = std::min<int64_t>(cfg.window, in.n_window);
   HeadScores s = window_attention(in, w);
   const int n_group = in.n_head / static_cast<int>(in.kv.size());

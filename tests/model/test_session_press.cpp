@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <tuple>
 
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
@@ -36,12 +37,17 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
   const Model& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
-  for (const char* name : {"snapkv", "ada_kv", "h2o"}) {
-    SessionOptions o = snapkv_options(200);
+  // One recorded prefill for every press, as the evaluation runner does: the SnapKV scores it
+  // keeps serve pyramidkv and ada_kv, and are not taken for another pooling kernel or capacity.
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
+  for (const auto& [name, kernel, capacity] : {std::tuple{"snapkv", 7, 200}, std::tuple{"ada_kv", 7, 200},
+                                              std::tuple{"pyramidkv", 7, 300}, std::tuple{"snapkv", 5, 200},
+                                              std::tuple{"h2o", 7, 200}}) {
+    SessionOptions o = snapkv_options(capacity);
     o.press.press = name;
+    o.press.kernel = kernel;
     Session s(model, 800, pool, o);
     s.prefill(ids);
-    const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
     KvCache offline = rec.pressed(*make_press(o.press));
     const KvCache& online = s.kv();
     for (int il = 0; il < model.hparams().n_layer; ++il) {
