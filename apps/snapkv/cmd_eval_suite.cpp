@@ -26,6 +26,7 @@
 #include "eval/eval_prompt.h"
 #include "eval/fidelity.h"
 #include "eval/recorded_prefill.h"
+#include "eval/shared_prefixes.h"
 #include "eval/suite.h"
 #include "eval_options.h"
 #include "eval_report.h"
@@ -271,12 +272,8 @@ int run_suite_cmd(const SuiteOptions& o) {
   };
 
   // keep[k]: the tokens case k shares with case k + 1. `saved` holds recorded prefills of prefixes
-  // of the next case's tokens, shortest first. A case starts from the longest and, on its way,
-  // saves every prefix a later case will start from (keep[k], and shorter ones where keep[k + 1],
-  // keep[k + 2], ... fall below it: two questions on one document that share a first word, then
-  // one that does not), but not one within kMinSavedGap tokens of the prefix below it: prefilling
-  // that many again costs less than holding another copy of the cache.
-  constexpr size_t kMinSavedGap = 32;
+  // of the next case's tokens, shortest first (eval/shared_prefixes.h).
+  constexpr size_t kMinSavedGap = 32;  // tokens
   std::vector<size_t> keep(todo.size(), 0);
   for (size_t k = 0; k + 1 < todo.size(); ++k) keep[k] = shared(before(todo[k]), before(todo[k + 1]));
   std::vector<RecordedPrefill> saved;
@@ -292,17 +289,10 @@ int run_suite_cmd(const SuiteOptions& o) {
       state = saved.back();
     }
     const size_t reused = state.tokens().size();
-    std::vector<size_t> levels;  // decreasing
-    for (size_t m = k, lo = keep[k]; m < todo.size() && keep[m] > reused; ++m) {
-      lo = std::min(lo, keep[m]);
-      if (levels.empty() || lo < levels.back()) levels.push_back(lo);
-    }
     progress(fmt::format("{} prefill ({} of {} tokens)", c.id, head.size() - reused, head.size()));
     Timer pt;
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
-      const size_t have = state.tokens().size();
-      if (*it < have + kMinSavedGap) continue;
-      state.extend(head.subspan(have, *it - have));
+    for (const size_t n : prefixes_to_keep(keep, k, reused, kMinSavedGap)) {
+      state.extend(head.subspan(state.tokens().size(), n - state.tokens().size()));
       saved.push_back(state);
     }
     state.extend(head.subspan(state.tokens().size()));
