@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The evaluation runs behind README "Results": every suite, full cache and six presses at four
 # capacities, on the default model, into results/<suite>/ (resumable: re-running skips what is
-# there). Usage: bash scripts/eval_results.sh [suite ...]   (default: all, in the order below)
+# there, so a run stopped part way goes on where it stopped). Full size: RULER 2 cases per task and
+# length, the needle grid, LongChat's 100 LongEval cases that fit plus a 4 x 5 generated grid,
+# every L-Eval question that fits, all 200 LongBench multi_news cases.
+# Usage: bash scripts/eval_results.sh [suite ...]   (default: all, in the order below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./build/release/snapkv
@@ -13,9 +16,9 @@ suites=("$@")
 for s in "${suites[@]}"; do
   case $s in
     ruler) run ruler --lengths 2048,4096,8192 --limit 2 ;;
-    longeval_lines) run longeval_lines --lengths 2048,4096,6144,8192 --positions 0,50,100 --limit 3 ;;
-    leval) run leval --limit 1 ;;
-    longbench) run longbench --limit 8 ;;
+    longeval_lines) run longeval_lines --lengths 2048,4096,6144,8192 --positions 0,25,50,75,100 ;;
+    leval) run leval ;;
+    longbench) run longbench ;;
     niah) run niah --lengths 1024,2048,3072,4096,5120,6144,7168,8192 --depths 0,10,20,30,40,50,60,70,80,90,100 ;;
     *) echo "unknown suite $s" >&2; exit 2 ;;
   esac

@@ -120,8 +120,9 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
   };
   std::string md = fmt::format(
       "`snapkv eval {}`, model {}, {}: {} cases; score: {} (best {:g}). C = KV entries kept per KV head; KV kept = "
-      "bytes of the compressed cache over the full one, when decoding starts.\n\n"
-      "| press | C | results | score | vs full | KV kept | decode s/case |\n|---|---:|---:|---:|---:|---:|---:|\n",
+      "bytes of the compressed cache over the full one, when decoding starts; decode s = seconds per answer (the "
+      "answers of a case decode in one batch and share its time).\n\n"
+      "| press | C | results | score | vs full | KV kept | decode s |\n|---|---:|---:|---:|---:|---:|---:|\n",
       r.suite, r.model, r.placement, cases.size(), r.score_name, r.score_max);
   for (const std::string& p : r.presses) {
     for (int c : capacities_of(p, r.capacities)) {
