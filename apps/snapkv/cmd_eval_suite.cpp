@@ -314,7 +314,8 @@ int run_suite_cmd(const SuiteOptions& o) {
         if (done.cells.count(cell_key(c.id, p, cap))) continue;
         progress(fmt::format("{} {} C={}", c.id, p, cap));
         Timer st;
-        auto session = std::make_unique<Session>(*model, static_cast<int>(prompt.ids.size()) + c.max_tokens, pool, full_opts);
+        const int n_ctx = static_cast<int>(prompt.ids.size()) + c.max_tokens;
+        auto session = std::make_unique<Session>(*model, n_ctx, pool, full_opts);
         session->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), head, rec.last_logits());
         if (!tail.empty()) session->prefill(tail, {}, /*compress=*/false);
         const size_t kept = session->kv().bytes(), full = session->kv_full_bytes();
