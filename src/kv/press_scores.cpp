@@ -75,14 +75,9 @@ HeadScores reduce_gqa(const HeadScores& per_query_head, int n_stored, GqaReduce 
   return out;
 }
 
-HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
-  if (in.score_memo) {
-    const auto key = std::make_tuple(cfg.window, cfg.kernel, cfg.pool, cfg.gqa);
-    if (const auto it = in.score_memo->find(key); it != in.score_memo->end()) return it->second;
-    LayerInput plain = in;
-    plain.score_memo = nullptr;
-    return in.score_memo->emplace(key, snapkv_scores(cfg, plain)).first->second;
-  }
+namespace {
+
+HeadScores compute_snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
   const int64_t w = std::min<int64_t>(cfg.window, in.n_window);
   HeadScores s = window_attention(in, w);
   const int n_group = in.n_head / static_cast<int>(in.kv.size());
@@ -95,6 +90,16 @@ HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
     out[hs].resize(static_cast<size_t>(in.kv[hs].n), kKeepAlways);
   }
   return out;
+}
+
+}  // namespace
+
+HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
+  if (!in.score_memo) return compute_snapkv_scores(cfg, in);
+  const auto key = std::make_tuple(cfg.window, cfg.kernel, cfg.pool, cfg.gqa);
+  auto it = in.score_memo->find(key);
+  if (it == in.score_memo->end()) it = in.score_memo->emplace(key, compute_snapkv_scores(cfg, in)).first;
+  return it->second;
 }
 
 std::vector<int32_t> top_k(std::span<const float> scores, int64_t n) {
