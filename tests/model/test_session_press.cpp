@@ -61,21 +61,24 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
 
 TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
   // What the evaluation runner does for cases sharing a prefix: prefill it, copy, extend the copy
-  // (the window slides across the two calls: the second one is shorter than the window).
+  // (the window slides across the two calls: the second one is shorter than the window). The
+  // split (690) is aligned to no SIMD width, so on every target the two runs tile the queries
+  // differently and round differently (about 2.5e-3 on logits up to 29, AVX2 and AVX-512); a
+  // wrong position or mask would move logits by far more.
   const Model& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const std::span<const int32_t> all(ids);
   const RecordedPrefill whole(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
   RecordedPrefill prefix(model, KvType::kF16, 32, /*observed=*/true, pool);
-  prefix.extend(all.first(680));
+  prefix.extend(all.first(690));
   RecordedPrefill parts = prefix;
-  parts.extend(all.subspan(680));
+  parts.extend(all.subspan(690));
   EXPECT_EQ(parts.tokens(), ids);
-  EXPECT_EQ(prefix.tokens().size(), 680u);
+  EXPECT_EQ(prefix.tokens().size(), 690u);
   ASSERT_EQ(parts.last_logits().size(), whole.last_logits().size());
   for (size_t i = 0; i < whole.last_logits().size(); ++i) {
-    ASSERT_NEAR(parts.last_logits()[i], whole.last_logits()[i], 1e-4f) << i;
+    ASSERT_NEAR(parts.last_logits()[i], whole.last_logits()[i], 1e-2f) << i;
   }
   for (const char* name : {"snapkv", "h2o", "pyramidkv"}) {
     SessionOptions o = snapkv_options(200);
