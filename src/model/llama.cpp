@@ -240,9 +240,8 @@ void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, S
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     rms_norm(x + t0 * h.n_embd, L.attn_norm.data(), hn + t0 * h.n_embd, t1 - t0, h.n_embd, h.rms_eps);
   });
-  matmul(L.wq, hn, n, s.q.data(), pool);
-  matmul(L.wk, hn, n, s.k.data(), pool);
-  matmul(L.wv, hn, n, s.v.data(), pool);
+  const MatmulJob qkv[] = {{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}};
+  matmul_many(qkv, hn, n, pool);
   if (!L.bq.empty()) add_bias(s.q.data(), L.bq.data(), n, nq);
   if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
@@ -263,8 +262,8 @@ void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& po
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     rms_norm(x + t0 * e, L.ffn_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
   });
-  matmul(L.w_gate, hn, n, s.gate.data(), pool);
-  matmul(L.w_up, hn, n, s.up.data(), pool);
+  const MatmulJob gate_up[] = {{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}};
+  matmul_many(gate_up, hn, n, pool);
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     silu_mul_inplace(s.gate.data() + t0 * h.n_ff, s.up.data() + t0 * h.n_ff, (t1 - t0) * h.n_ff);
   });

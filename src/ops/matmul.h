@@ -9,6 +9,7 @@
 // scalar) and the best one the CPU supports is chosen at run time.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "io/ggml_type.h"
 #include "util/thread_pool.h"
@@ -43,6 +44,19 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 // Throws Error as make_weight_matrix does for a bad matrix, and Error(kInvalidArgument) for
 // n_tok < 0 or a row_bytes too small for n_in. n_tok == 0 does nothing.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// One product of matmul_many: y = X W^T, laid out as in matmul.
+struct MatmulJob {
+  const WeightMatrix* w;
+  float* y;
+};
+
+// matmul of the same activations x by several matrices (Q, K and V; gate and up), with the same
+// results as one matmul call per job. The matrices must share n_in. For decode (n_tok <= 8) the
+// pool runs them as one job, each thread taking its share of the rows of every matrix: matrices
+// too small to split on their own are split too, and the threads meet once instead of once per
+// matrix. Throws as matmul does, and Error(kInvalidArgument) when n_in differs.
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool);
 
 // Scalar reference of matmul, the test oracle: each weight row is dequantized with
 // dequantize_row and dotted with each activation row in double precision, then rounded to f32.

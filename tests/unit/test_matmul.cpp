@@ -128,8 +128,7 @@ TEST(GetRow, BitIdenticalToReferenceDequant) {
   }
 }
 
-// Checks matmul against matmul_reference for one matrix and one batch of activations, for every
-// target, 1 and 2 threads and two activation/output alignments.
+// matmul_reference's outputs and how far an f32 sum may stray from each.
 //
 // Tolerance: the dequantized weights are bit-identical to the reference (see GetRow above), so
 // the only differences are in how the n_in products are summed. The reference sums exactly (in
@@ -137,6 +136,30 @@ TEST(GetRow, BitIdenticalToReferenceDequant) {
 // of at most n_in + a few additions, so by the standard bound |error| <= gamma_(n_in + 8) *
 // sum_i |x_i w_i| with gamma_n ~ n * 2^-24. A single wrong weight or activation would typically
 // exceed this by orders of magnitude.
+struct Expected {
+  std::vector<float> y;
+  std::vector<double> bound;
+};
+
+Expected expected(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tok) {
+  const size_t ny = static_cast<size_t>(n_tok * w.n_out);
+  Expected e{std::vector<float>(ny), std::vector<double>(ny)};
+  matmul_reference(w, x.data(), n_tok, e.y.data());
+  const double gamma = static_cast<double>(w.n_in + 8) * std::ldexp(1.0, -24);
+  std::vector<float> row(static_cast<size_t>(w.n_in));
+  for (int64_t o = 0; o < w.n_out; ++o) {
+    dequantize_row(w.type, w.data + o * w.row_bytes, row.data(), w.n_in);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double s = 0;
+      for (int64_t i = 0; i < w.n_in; ++i) s += std::fabs(static_cast<double>(x[t * w.n_in + i]) * row[i]);
+      e.bound[t * w.n_out + o] = gamma * s;
+    }
+  }
+  return e;
+}
+
+// Checks matmul against matmul_reference for one matrix and one batch of activations, for every
+// target, 1 and 2 threads and two activation/output alignments.
 void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std::mt19937& rng,
                   ThreadPool& pool1, ThreadPool& pool2) {
   SCOPED_TRACE(type_name(type) + " n_in " + std::to_string(n_in) + " n_out " +
@@ -145,21 +168,7 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std
   const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
   const size_t nx = static_cast<size_t>(n_tok * n_in), ny = static_cast<size_t>(n_tok * n_out);
   const std::vector<float> x = random_floats(nx, rng);
-  std::vector<float> want(ny);
-  matmul_reference(w, x.data(), n_tok, want.data());
-
-  // sum_i |x_i w_i| per output.
-  std::vector<double> abs_sum(ny, 0.0);
-  std::vector<float> row(static_cast<size_t>(n_in));
-  for (int64_t o = 0; o < n_out; ++o) {
-    dequantize_row(type, w.data + o * w.row_bytes, row.data(), n_in);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      double s = 0;
-      for (int64_t i = 0; i < n_in; ++i) s += std::fabs(static_cast<double>(x[t * n_in + i]) * row[i]);
-      abs_sum[t * n_out + o] = s;
-    }
-  }
-  const double gamma = static_cast<double>(n_in + 8) * std::ldexp(1.0, -24);
+  const Expected want = expected(w, x, n_tok);
 
   constexpr float kSentinel = 12345.0f;
   std::vector<float> xbuf(nx + 1), ybuf(ny + 2), first(ny);
@@ -176,10 +185,10 @@ void check_matmul(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok, std
         }
         ASSERT_EQ(ys[ny], kSentinel) << "write past y";
         for (size_t i = 0; i < ny; ++i) {
-          const double err = std::fabs(static_cast<double>(ys[i]) - want[i]);
-          ASSERT_LE(err, gamma * abs_sum[i])
+          const double err = std::fabs(static_cast<double>(ys[i]) - want.y[i]);
+          ASSERT_LE(err, want.bound[i])
               << "threads " << pool->size() << " shift " << shift << " token " << i / n_out
-              << " output " << i % n_out << ": got " << ys[i] << " want " << want[i];
+              << " output " << i % n_out << ": got " << ys[i] << " want " << want.y[i];
         }
         // Each output is summed in the same order whatever the thread count and alignment.
         if (pool == &pool1 && shift == 0) {
@@ -227,6 +236,49 @@ TEST_P(MatmulTest, LargerShapes) {
   const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 1024 : 608;
   for (int64_t n_tok : {1, 3, 8}) check_matmul(type, n_in, 1777, n_tok, rng, pool1, pool2);
   check_matmul(type, n_in, 77, 530, rng, pool1, pool2);
+}
+
+TEST(MatmulMany, MatchesReferenceAndSeparateCalls) {
+  // Q, K and V of the default model's shapes in three types, sharing the activations; decode
+  // (1 and 4 tokens: one pool job for the three) and prefill (9 tokens: one matmul after another).
+  std::mt19937 rng(7);
+  ThreadPool pool1(1), pool2(2);
+  const int64_t n_in = 576;
+  const std::vector<uint8_t> mq = random_matrix(GgmlType::Q4_1, n_in, 576, rng);
+  const std::vector<uint8_t> mk = random_matrix(GgmlType::Q8_0, n_in, 192, rng);
+  const std::vector<uint8_t> mv = random_matrix(GgmlType::F16, n_in, 13, rng);
+  const WeightMatrix ws[] = {make_weight_matrix(GgmlType::Q4_1, mq.data(), n_in, 576),
+                             make_weight_matrix(GgmlType::Q8_0, mk.data(), n_in, 192),
+                             make_weight_matrix(GgmlType::F16, mv.data(), n_in, 13)};
+  for (int64_t n_tok : {1, 4, 9}) {
+    SCOPED_TRACE("n_tok " + std::to_string(n_tok));
+    const std::vector<float> x = random_floats(static_cast<size_t>(n_tok * n_in), rng);
+    test::for_each_target([&] {
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulJob> jobs;
+        for (const WeightMatrix& w : ws) ys.emplace_back(static_cast<size_t>(n_tok * w.n_out));
+        for (size_t j = 0; j < ys.size(); ++j) jobs.push_back({&ws[j], ys[j].data()});
+        matmul_many(jobs, x.data(), n_tok, *pool);
+        for (size_t j = 0; j < ys.size(); ++j) {
+          const Expected want = expected(ws[j], x, n_tok);
+          for (size_t i = 0; i < ys[j].size(); ++i) {
+            ASSERT_LE(std::fabs(static_cast<double>(ys[j][i]) - want.y[i]), want.bound[i])
+                << "matrix " << j << " threads " << pool->size() << " output " << i;
+          }
+          std::vector<float> alone(ys[j].size());
+          matmul(ws[j], x.data(), n_tok, alone.data(), *pool);
+          ASSERT_EQ(std::memcmp(alone.data(), ys[j].data(), alone.size() * sizeof(float)), 0)
+              << "matrix " << j << " threads " << pool->size() << ": not the same as matmul";
+        }
+      }
+    });
+  }
+  const std::vector<uint8_t> other = random_matrix(GgmlType::Q4_1, 32, 4, rng);
+  const WeightMatrix narrow = make_weight_matrix(GgmlType::Q4_1, other.data(), 32, 4);
+  std::vector<float> x(n_in), y(576), y2(4);
+  const MatmulJob mixed[] = {{&ws[0], y.data()}, {&narrow, y2.data()}};
+  EXPECT_THROW(matmul_many(mixed, x.data(), 1, pool1), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(kTypes),
