@@ -146,13 +146,14 @@ void ScoresDirect(const float* q, const float* kb, int nb, int d, float* s) {
   for (; j < nb; ++j) s[j] = Dot(q, kb + static_cast<size_t>(j) * d, d);
 }
 
-// acc[0..d) = acc * c + sum_j p[j] * v[j][0..d). A group of vectors of the accumulator row (8 on
-// AVX2, 4 on AVX-512: 64 floats) stays in registers across all keys of the block, one FMA chain
-// per vector; masked keys have p = 0 and cost one FMA each, which is cheaper than a branch per key.
+// acc[0..d) = acc * c + sum_j p[j] * v[j][0..d). A group of up to 8 vectors and 64 floats of the
+// accumulator row (8 on AVX2, 4 on AVX-512) stays in registers across all keys of the block, one
+// FMA chain per vector, so a 64-wide head is one group; masked keys have p = 0 and cost one FMA
+// each, which is cheaper than a branch per key.
 void AccumulateValues(float* acc, float c, const float* p, const float* v, int nb, int d) {
   const DF df;
   constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
-  constexpr int kGroup = kLanes >= 16 ? 4 : 8;
+  constexpr int kGroup = std::clamp(64 / kLanes, 1, 8);
   const VF vc = hn::Set(df, c);
   int i = 0;
   for (; i + kGroup * kLanes <= d; i += kGroup * kLanes) {
