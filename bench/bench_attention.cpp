@@ -83,6 +83,27 @@ void BM_AttentionDecode(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// Decode over every layer of a model-sized cache: 30 layers of n keys each (177 MB at n = 7680),
+// so that the keys and values come from memory, not from the caches, as in a real decode step.
+void BM_AttentionDecodeLayers(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  constexpr int kLayers = 30;
+  std::vector<Fixture> fs;
+  fs.reserve(kLayers);
+  for (int il = 0; il < kLayers; ++il) fs.emplace_back(n);
+  const std::vector<float> q = queries(1);
+  const int32_t q_pos = static_cast<int32_t>(n - 1);
+  std::vector<float> out(q.size());
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    for (const Fixture& f : fs) attention(q.data(), &q_pos, 1, kHeads, kDim, f.views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * kLayers * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
 // Batched decode: one query per sequence, each sequence over its own cache of n keys.
 void BM_AttentionDecodeBatch(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -124,6 +145,7 @@ void BM_AttentionColumnSums(benchmark::State& state) {
 
 BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{1024, 4096, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecodeLayers)->ArgsProduct({{7680}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 

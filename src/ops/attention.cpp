@@ -31,6 +31,7 @@ namespace snapkv::attention_detail {
 inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
 inline constexpr int kTokenTile = 16;  // query tokens that share each key block
 inline constexpr int kTransposeMinRows = 8;
+inline constexpr size_t kPrefetchBytes = 4096;  // decode: how far ahead K and V are prefetched
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline float kv_scalar(snapkv::KvType type, const void* base, size_t i) {
@@ -288,11 +289,105 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
   }
 }
 
+// Stored K or V elements as f32 vectors, by storage type.
+struct KvF16 {
+  static constexpr size_t kSize = 2;
+  static VF Load(const uint8_t* p) { return dq::LoadHalves(p); }
+};
+struct KvBF16 {
+  static constexpr size_t kSize = 2;
+  static VF Load(const uint8_t* p) { return dq::LoadBf16s(p); }
+};
+struct KvF32 {
+  static constexpr size_t kSize = 4;
+  static VF Load(const uint8_t* p) { return hn::LoadU(DF(), reinterpret_cast<const float*>(p)); }
+};
+
+// AttendRange for R rows of G vectors each (d = G * lanes) in one pass over the keys: each key's
+// and each value's vectors are widened once, in registers, for all R rows; the R x G
+// accumulators stay in registers over the whole range (rescaled once per block); and the K and V
+// streams are prefetched kPrefetchBytes ahead, which the hardware prefetchers alone do not keep
+// up with once the cache no longer fits in the CPU's caches.
+template <class Kv, int R, int G>
+void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                            float* acc, float* m, float* l) {
+  const DF df;
+  constexpr size_t kL = hn::MaxLanes(DF());
+  constexpr size_t kRow = G * kL * Kv::kSize, kAhead = kPrefetchBytes / kRow;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  VF qv[R][G], a[R][G];
+  for (int r = 0; r < R; ++r) {
+    m[r] = kNegInf, l[r] = 0.0f;
+    for (int g = 0; g < G; ++g) qv[r][g] = hn::LoadU(df, q + r * d + g * kL), a[r][g] = hn::Zero(df);
+  }
+  HWY_ALIGN float s[R][kKeyBlock];
+  for (int64_t j0 = k0; j0 < k1; j0 += kKeyBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, k1 - j0));
+    const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * kRow;
+    for (int j = 0; j < nb; ++j) {
+      for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(kb + (j + kAhead) * kRow + o);
+      VF k[G];
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) k[g] = Kv::Load(kb + j * kRow + g * kL * Kv::kSize);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        VF t = hn::Mul(qv[r][0], k[0]);
+#pragma GCC unroll 8
+        for (int g = 1; g < G; ++g) t = hn::MulAdd(qv[r][g], k[g], t);
+        s[r][j] = hn::GetLane(hn::SumOfLanes(df, t));
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const VF c = hn::Set(df, SoftmaxBlock(s[r], kv.pos + j0, nb, qp, scale, m[r], l[r]));
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) a[r][g] = hn::Mul(a[r][g], c);
+    }
+    const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * kRow;
+    for (int j = 0; j < nb; ++j) {
+      for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(vb + (j + kAhead) * kRow + o);
+      VF v[G];
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) v[g] = Kv::Load(vb + j * kRow + g * kL * Kv::kSize);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const VF p = hn::Set(df, s[r][j]);
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) a[r][g] = hn::MulAdd(p, v[g], a[r][g]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < G; ++g) hn::StoreU(a[r][g], df, acc + r * d + g * kL);
+  }
+}
+
+// AttendRangeInRegisters for up to 3 rows of 4 vectors, by storage type: 12 query and 12
+// accumulator vectors, which fit AVX-512's 32 registers (a 64-wide head there, as the default
+// model's). Returns false for other shapes and targets.
+template <int R>
+bool AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                            float* acc, float* m, float* l) {
+  if (HWY_TARGET > HWY_AVX3 || d != 4 * static_cast<int>(hn::MaxLanes(DF()))) return false;
+  switch (kv.type) {
+    case KvType::kF16: AttendRangeInRegisters<KvF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+    case KvType::kBF16: AttendRangeInRegisters<KvBF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+    case KvType::kF32: AttendRangeInRegisters<KvF32, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+  }
+  return true;
+}
+
 // One token's n_rows query rows q [n_rows, d] (the heads of a GQA group) over the keys
 // [k0, k1) of kv: each row's unnormalized accumulator acc [n_rows, d], running max m and sum l,
 // to be merged with the other key ranges of the same rows (flash-decoding).
 void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                  float* acc, float* m, float* l) {
+  if (n_rows <= 3) {
+    const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l)
+                      : n_rows == 2 ? AttendRangeInRegisters<2>(q, d, kv, k0, k1, qp, acc, m, l)
+                                    : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l);
+    if (done) return;
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
   std::fill(m, m + n_rows, kNegInf);

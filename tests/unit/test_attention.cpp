@@ -71,6 +71,7 @@ TEST(Attention, MatchesReferenceOverShapes) {
         for (int n_tok : {1, 3, 8, 17}) {
           check(9, 3, d, n_keys, n_tok, 1 + static_cast<int>(seed % 2), seed);
           check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
+          check(6, 3, d, n_keys, n_tok, 2, seed + 2000);
           ++seed;
         }
       }
