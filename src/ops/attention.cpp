@@ -6,7 +6,9 @@
 // Scores for many rows: the key block is transposed once to KT [d][kKeyBlock], so a row's
 // scores accumulate with one broadcast FMA per dimension across all keys of the block (no
 // horizontal sums). For few rows (decode) transposing costs more than it saves, so the scores are
-// direct dot products, a group of keys at a time with one transpose-add tree for the group.
+// direct dot products, a group of keys at a time with one transpose-add tree for the group. On
+// AVX-512, decode with a 64-wide head and up to 3 rows skips the block buffers altogether
+// (AttendRangeInRegisters).
 #include "ops/attention.h"
 
 #include <algorithm>
