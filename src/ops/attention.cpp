@@ -305,6 +305,17 @@ struct KvF32 {
   static VF Load(const uint8_t* p) { return hn::LoadU(DF(), reinterpret_cast<const float*>(p)); }
 };
 
+// Row j of a stored K or V array of G-vector rows, widened into x; prefetches the row
+// kPrefetchBytes ahead.
+template <class Kv, int G>
+HWY_INLINE void LoadRow(const uint8_t* base, int j, VF* x) {
+  constexpr size_t kL = hn::MaxLanes(DF()), kRow = G * kL * Kv::kSize;
+  const uint8_t* row = base + j * kRow;
+  for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(row + kPrefetchBytes + o);
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) x[g] = Kv::Load(row + g * kL * Kv::kSize);
+}
+
 // AttendRange for R rows of G vectors each (d = G * lanes) in one pass over the keys: each key's
 // and each value's vectors are widened once, in registers, for all R rows; the R x G
 // accumulators stay in registers over the whole range (rescaled once per block); and the K and V
@@ -315,7 +326,7 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
                             float* acc, float* m, float* l) {
   const DF df;
   constexpr size_t kL = hn::MaxLanes(DF());
-  constexpr size_t kRow = G * kL * Kv::kSize, kAhead = kPrefetchBytes / kRow;
+  constexpr size_t kRow = G * kL * Kv::kSize;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   VF qv[R][G], a[R][G];
   for (int r = 0; r < R; ++r) {
@@ -327,10 +338,8 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, k1 - j0));
     const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * kRow;
     for (int j = 0; j < nb; ++j) {
-      for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(kb + (j + kAhead) * kRow + o);
       VF k[G];
-#pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) k[g] = Kv::Load(kb + j * kRow + g * kL * Kv::kSize);
+      LoadRow<Kv, G>(kb, j, k);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         VF t = hn::Mul(qv[r][0], k[0]);
@@ -347,10 +356,8 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     }
     const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * kRow;
     for (int j = 0; j < nb; ++j) {
-      for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(vb + (j + kAhead) * kRow + o);
       VF v[G];
-#pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) v[g] = Kv::Load(vb + j * kRow + g * kL * Kv::kSize);
+      LoadRow<Kv, G>(vb, j, v);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const VF p = hn::Set(df, s[r][j]);
