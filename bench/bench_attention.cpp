@@ -1,7 +1,7 @@
 // Attention micro-benchmarks at the default model's shapes (9 query heads, 3 KV heads, head
 // size 64), f16 KV: prefill (a causal chunk of 512 queries at the end of a context of n keys),
-// decode (one query over n keys; batched: one per sequence, each over its own n keys) and the
-// observed-attention column sums of a 512-query chunk.
+// decode (one query over n keys, in one layer or 30; batched: one per sequence, each over its own
+// n keys) and the observed-attention column sums of a 512-query chunk.
 // Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
 // multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
 //
@@ -67,31 +67,16 @@ void BM_AttentionPrefill(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// One query over n keys, in each of `layers` layers' caches in turn: with 1 layer the keys stay
+// in the CPU's caches; with 30 (177 MB at n = 7680) they come from memory, as in a real decode
+// step.
 void BM_AttentionDecode(benchmark::State& state) {
   const int64_t n = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  const Fixture f(n);
-  const std::vector<float> q = queries(1);
-  const int32_t q_pos = static_cast<int32_t>(n - 1);
-  std::vector<float> out(q.size());
-  ThreadPool pool(threads);
-  for (auto _ : state) {
-    attention(q.data(), &q_pos, 1, kHeads, kDim, f.views, out.data(), pool);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * state.iterations(),
-                                                benchmark::Counter::kIsRate);
-}
-
-// Decode over every layer of a model-sized cache: 30 layers of n keys each (177 MB at n = 7680),
-// so that the keys and values come from memory, not from the caches, as in a real decode step.
-void BM_AttentionDecodeLayers(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  const int threads = static_cast<int>(state.range(1));
-  constexpr int kLayers = 30;
+  const int layers = static_cast<int>(state.range(2));
   std::vector<Fixture> fs;
-  fs.reserve(kLayers);
-  for (int il = 0; il < kLayers; ++il) fs.emplace_back(n);
+  fs.reserve(static_cast<size_t>(layers));
+  for (int il = 0; il < layers; ++il) fs.emplace_back(n);
   const std::vector<float> q = queries(1);
   const int32_t q_pos = static_cast<int32_t>(n - 1);
   std::vector<float> out(q.size());
@@ -100,7 +85,7 @@ void BM_AttentionDecodeLayers(benchmark::State& state) {
     for (const Fixture& f : fs) attention(q.data(), &q_pos, 1, kHeads, kDim, f.views, out.data(), pool);
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * kLayers * state.iterations(),
+  state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * layers * state.iterations(),
                                                 benchmark::Counter::kIsRate);
 }
 
@@ -144,8 +129,10 @@ void BM_AttentionColumnSums(benchmark::State& state) {
 }
 
 BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{1024, 4096, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionDecode)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_AttentionDecodeLayers)->ArgsProduct({{7680}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionDecode)
+    ->ArgsProduct({{1024, 8192}, {1, 2}, {1}})
+    ->ArgsProduct({{7680}, {1, 2}, {30}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 

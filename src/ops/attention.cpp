@@ -377,13 +377,17 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
 template <int R>
 bool AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                             float* acc, float* m, float* l) {
-  if (HWY_TARGET > HWY_AVX3 || d != 4 * static_cast<int>(hn::MaxLanes(DF()))) return false;
-  switch (kv.type) {
-    case KvType::kF16: AttendRangeInRegisters<KvF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
-    case KvType::kBF16: AttendRangeInRegisters<KvBF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
-    case KvType::kF32: AttendRangeInRegisters<KvF32, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+  if constexpr (HWY_TARGET > HWY_AVX3) {
+    return false;
+  } else {
+    if (d != 4 * static_cast<int>(hn::MaxLanes(DF()))) return false;
+    switch (kv.type) {
+      case KvType::kF16: AttendRangeInRegisters<KvF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kBF16: AttendRangeInRegisters<KvBF16, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kF32: AttendRangeInRegisters<KvF32, R, 4>(q, d, kv, k0, k1, qp, acc, m, l); break;
+    }
+    return true;
   }
-  return true;
 }
 
 // One token's n_rows query rows q [n_rows, d] (the heads of a GQA group) over the keys
