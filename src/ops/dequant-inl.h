@@ -51,30 +51,18 @@ HWY_INLINE VI LoadI8(const uint8_t* p) {
 }
 HWY_INLINE VF ToFloat(VI v) { return hn::ConvertTo(DF(), v); }
 
-// An f16 scale stored at p (any alignment).
+// An f16 scale stored at p (any alignment), from kHalfToF32: broadcast, it is one load, where
+// vcvtph2ps and a register broadcast take the shuffle port that the 4-bit lookups need.
 HWY_INLINE float LoadHalf(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof(h));
-#if HWY_TARGET <= HWY_AVX2
-  // F16C is part of these targets: one vcvtph2ps instead of a branchy scalar conversion.
-  return _cvtsh_ss(h);
-#else
-  return fp16_to_f32(h);
-#endif
+  return kHalfToF32[h];
 }
 
-// Two consecutive f16 scales at p (d and m of a block), with one conversion.
+// Two consecutive f16 scales at p (d and m of a block).
 HWY_INLINE void LoadHalf2(const uint8_t* p, float* a, float* b) {
-#if HWY_TARGET <= HWY_AVX2
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(v)));
-  *a = _mm_cvtss_f32(f);
-  *b = _mm_cvtss_f32(_mm_movehdup_ps(f));
-#else
   *a = LoadHalf(p);
   *b = LoadHalf(p + 2);
-#endif
 }
 
 // Lanes(DF) halves to f32, exactly (subnormals, infinities and NaNs included).

@@ -4,8 +4,9 @@
 // These are the exact conversions: f16 -> f32 and bf16 -> f32 are lossless (subnormals, infinities
 // and NaN payloads included); f32 -> f16 and f32 -> bf16 round to nearest, ties to even, overflow
 // to infinity, and keep NaNs NaN (quiet, with as much of the payload as fits). They are used by the
-// scalar reference kernels and for block scales; SIMD kernels use the hardware instructions, which
-// give the same results.
+// scalar reference kernels; SIMD kernels use the hardware instructions, which give the same
+// results, and look block scales up in kHalfToF32.
+#include <array>
 #include <bit>
 #include <cstdint>
 
@@ -34,6 +35,10 @@ constexpr float fp16_to_f32(uint16_t h) {
   }
   return std::bit_cast<float>(bits);
 }
+
+// fp16_to_f32 of every half, indexed by its bits (256 KiB). A SIMD kernel broadcasts a block
+// scale straight from it: one load, where converting takes the shuffle port.
+extern const std::array<float, 65536> kHalfToF32;
 
 constexpr uint16_t f32_to_fp16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
