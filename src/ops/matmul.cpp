@@ -114,10 +114,24 @@ struct DotSink {
   const float* x[T];  // each token's activations at the granule start
   VF acc[T][kChains];
 
+  HWY_INLINE void Zero() {
+    for (int t = 0; t < T; ++t) {
+      for (size_t c = 0; c < kChains; ++c) acc[t][c] = hn::Zero(DF());
+    }
+  }
+  // Points the sink at element k of each token's activations (rows ldx apart).
+  HWY_INLINE void At(const float* xs, int64_t ldx, int64_t k) {
+    for (int t = 0; t < T; ++t) x[t] = xs + t * ldx + k;
+  }
   HWY_INLINE void operator()(size_t j, VF w) {
     const size_t c = (j / kLanes) % kChains;
     HWY_UNROLL(4)
     for (int t = 0; t < T; ++t) acc[t][c] = hn::MulAdd(w, hn::LoadU(DF(), x[t] + j), acc[t][c]);
+  }
+  HWY_INLINE VF Sum(int t) const {
+    VF sum = acc[t][0];
+    for (size_t c = 1; c < kChains; ++c) sum = hn::Add(sum, acc[t][c]);
+    return sum;
   }
 };
 
@@ -145,18 +159,24 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
     const size_t ahead = static_cast<size_t>(r - r0) * w.row_bytes + kPrefetchBytes;
     if (ahead < total) PrefetchBytes(first, ahead, std::min(total, ahead + w.row_bytes));
-    DotSink<T> sink;
-    for (int t = 0; t < T; ++t) {
-      for (size_t c = 0; c < DotSink<T>::kChains; ++c) sink.acc[t][c] = hn::Zero(df);
+    // Alternate granules go to two sinks: on AVX-512 a 32-weight granule is only two vectors,
+    // and one sink's two FMA chains would wait on the multiply-add latency.
+    DotSink<T> even, odd;
+    even.Zero();
+    odd.Zero();
+    int64_t gi = 0;
+    for (; gi + 2 <= n_gran; gi += 2) {
+      even.At(x, ldx, gi * D::kGranule);
+      D::Decode(row, gi, even);
+      odd.At(x, ldx, (gi + 1) * D::kGranule);
+      D::Decode(row, gi + 1, odd);
     }
-    for (int64_t gi = 0; gi < n_gran; ++gi) {
-      for (int t = 0; t < T; ++t) sink.x[t] = x + t * ldx + gi * D::kGranule;
-      D::Decode(row, gi, sink);
+    if (gi < n_gran) {
+      even.At(x, ldx, gi * D::kGranule);
+      D::Decode(row, gi, even);
     }
     for (int t = 0; t < T; ++t) {
-      VF sum = sink.acc[t][0];
-      for (size_t c = 1; c < DotSink<T>::kChains; ++c) sum = hn::Add(sum, sink.acc[t][c]);
-      float total = hn::GetLane(hn::SumOfLanes(df, sum));
+      float total = hn::GetLane(hn::SumOfLanes(df, hn::Add(even.Sum(t), odd.Sum(t))));
       if constexpr (dq::kIsFloat<D>) {
         for (int64_t k = k_tail; k < w.n_in; ++k) total += D::Scalar(row, k) * x[t * ldx + k];
       }
