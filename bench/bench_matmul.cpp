@@ -15,6 +15,7 @@
 #include "io/ggml_type.h"
 #include "ops/fp16.h"
 #include "ops/matmul.h"
+#include "util/aligned_vector.h"
 #include "util/thread_pool.h"
 
 namespace snapkv {
@@ -57,7 +58,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
   const int threads = static_cast<int>(state.range(1));
   const std::vector<uint8_t> data = bench_weights(type, n_in, n_out);
   const WeightMatrix w = make_weight_matrix(type, data.data(), n_in, n_out);
-  std::vector<float> x(static_cast<size_t>(n_tok * n_in), 0.5f);
+  const AlignedVector<float> x(static_cast<size_t>(n_tok * n_in), 0.5f);  // as the engine's activations
   std::vector<float> y(static_cast<size_t>(n_tok * n_out));
   ThreadPool pool(threads);
   for (auto _ : state) {
