@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/kv_store.h"
+#include "util/aligned_vector.h"
 
 namespace snapkv {
 
@@ -44,7 +45,8 @@ class KvCache final : public KvStore {
 
  private:
   struct Head {
-    std::vector<uint8_t> k, v;  // [n, head_dim] elements of type_
+    AlignedVector<uint8_t> k, v;  // [n, head_dim] elements of type_; rows on 64-byte boundaries
+                                  // when a row is (f16, bf16: head_dim a multiple of 32)
     std::vector<int32_t> pos;   // [n]
   };
   Head& head(int il, int ih) { return heads_[static_cast<size_t>(il) * n_head_ + ih]; }
