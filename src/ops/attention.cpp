@@ -359,9 +359,13 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     m[r] = kNegInf, l[r] = 0.0f;
     for (int g = 0; g < G; ++g) qv[r][g] = hn::LoadU(df, q + r * d + g * kL), a[r][g] = hn::Zero(df);
   }
-  HWY_ALIGN float s[R][kKeyBlock];
-  for (int64_t j0 = k0; j0 < k1; j0 += kKeyBlock) {
-    const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, k1 - j0));
+  // Keys per pass over K, then V: 256 (32 KiB of f16 K, then as much V) in place of kKeyBlock's
+  // 64: one layer of 8,192 cache-resident keys 147-149 -> 128-132 us on 2 threads, decode after
+  // 7,396 tokens with the full cache 66.3 -> 68.3 tok/s.
+  constexpr int kBlock = 256;
+  HWY_ALIGN float s[R][kBlock];
+  for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kBlock, k1 - j0));
     const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * kRow;
     // Scores four keys at a time: each row's four products are summed by one transpose-add.
     const auto products = [&](int j, VF* t) HWY_ATTR {
