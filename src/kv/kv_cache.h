@@ -45,8 +45,9 @@ class KvCache final : public KvStore {
 
  private:
   struct Head {
-    AlignedVector<uint8_t> k, v;  // [n, head_dim] elements of type_; rows on 64-byte boundaries
-                                  // when a row is (f16, bf16: head_dim a multiple of 32)
+    // [n, head_dim] elements of type_, from a 64-byte boundary: rows whose size is a multiple of
+    // 64 bytes (f16 with head_dim 64) start on cache lines, so their vector loads never straddle two.
+    AlignedVector<uint8_t> k, v;
     std::vector<int32_t> pos;   // [n]
   };
   Head& head(int il, int ih) { return heads_[static_cast<size_t>(il) * n_head_ + ih]; }

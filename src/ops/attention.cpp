@@ -333,6 +333,7 @@ HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   _mm_storeu_ps(out, _mm512_castps512_ps128(x));
 }
 #else
+// (AttendRangeInRegisters, the caller, runs on AVX-512 only; this keeps it compiling elsewhere.)
 HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   const DF df;
   out[0] = hn::GetLane(hn::SumOfLanes(df, a));
