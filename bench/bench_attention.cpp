@@ -13,6 +13,7 @@
 
 #include "ops/attention.h"
 #include "ops/fp16.h"
+#include "util/aligned_vector.h"
 #include "util/thread_pool.h"
 
 namespace snapkv {
@@ -21,7 +22,7 @@ namespace {
 constexpr int kHeads = 9, kKvHeads = 3, kDim = 64;
 
 struct Fixture {
-  std::vector<uint16_t> k, v;  // per KV head [n][d]
+  AlignedVector<uint16_t> k, v;  // per KV head [n][d]
   std::vector<int32_t> pos;
   std::vector<KvHeadView> views;
   explicit Fixture(int64_t n) : k(static_cast<size_t>(kKvHeads * n * kDim)), v(k.size()), pos(static_cast<size_t>(n)) {

@@ -3,10 +3,13 @@
 #include <new>
 #include <vector>
 
+#include "util/huge_pages.h"
+
 namespace snapkv {
 
 // Allocates on 64-byte boundaries (a cache line, an AVX-512 vector), so that a kernel reading
-// whole vectors from the start of the buffer never splits a load across two lines.
+// whole vectors from the start of the buffer never splits a load across two lines. Buffers of
+// 2 MiB and more (KV caches) are huge pages.
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
@@ -16,8 +19,17 @@ struct CacheLineAllocator {
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
 
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlign); }
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    return static_cast<T*>(bytes >= kHugePageBytes ? allocate_huge_pages(bytes) : ::operator new(bytes, kAlign));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) >= kHugePageBytes) {
+      free_huge_pages(p, n * sizeof(T));
+    } else {
+      ::operator delete(p, kAlign);
+    }
+  }
   template <class U>
   bool operator==(const CacheLineAllocator<U>&) const noexcept {
     return true;

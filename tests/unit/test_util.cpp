@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <thread>
 
 #include "kv/kv_cache.h"
+#include "util/aligned_vector.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "util/thread_pool.h"
@@ -34,6 +36,23 @@ TEST(ParseBytes, UnitsAreBinary) {
   for (const char* bad : {"", "GiB", "2 GiB", "2XB", "2GiBs", "-1G", "99999999999T"}) {
     EXPECT_THROW(parse_bytes(bad), Error) << bad;
   }
+}
+
+// Small buffers start on cache lines; from 2 MiB on they are huge pages from a 2 MiB boundary.
+// Growing across that size and back keeps the contents.
+TEST(AlignedVector, LargeBuffersStartOnHugePagesAndKeepTheirContents) {
+  const auto offset = [](const void* p, uintptr_t align) { return reinterpret_cast<uintptr_t>(p) % align; };
+  AlignedVector<uint8_t> v(100000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(i * 7);
+  EXPECT_EQ(offset(v.data(), 64), 0u);
+  v.resize(kHugePageBytes + 12345, 0xAB);
+  EXPECT_EQ(offset(v.data(), kHugePageBytes), 0u);
+  v.back() = 1;
+  v.resize(200000);
+  v.shrink_to_fit();
+  EXPECT_EQ(offset(v.data(), 64), 0u);
+  for (size_t i = 0; i < 100000; ++i) ASSERT_EQ(v[i], static_cast<uint8_t>(i * 7)) << i;
+  for (size_t i = 100000; i < v.size(); ++i) ASSERT_EQ(v[i], 0xAB) << i;
 }
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
