@@ -1,7 +1,7 @@
 #pragma once
-// GGUF reader (versions 2 and 3) over a read-only mmap. Every count, offset and size is checked
-// against the file before it is used; a bad file raises Error(kBadFile) naming the problem.
-// Strings and tensor data are views into the mapping and live as long as the GgufFile.
+// GGUF reader (versions 2 and 3) over the file read into memory. Every count, offset and size is
+// checked against the file before it is used; a bad file raises Error(kBadFile) naming the
+// problem. Strings and tensor data are views into that memory and live as long as the GgufFile.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -54,7 +54,7 @@ struct GgufTensor {
 
 class GgufFile {
  public:
-  // Maps and parses the file; throws Error(kBadFile) for anything malformed.
+  // Reads and parses the file; throws Error(kBadFile) for anything malformed.
   static std::unique_ptr<GgufFile> open(const std::string& path);
   // Parses a buffer the caller keeps alive (used by tests and the fuzzer).
   static std::unique_ptr<GgufFile> parse(const uint8_t* data, size_t size, std::string label);
@@ -96,7 +96,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  bool mapped_ = false;
+  bool owned_ = false;  // base_ is ours (huge pages), not the caller's
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
