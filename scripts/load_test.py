@@ -10,6 +10,8 @@ then checks:
     sequences, no KV bytes reserved);
   - its RSS (/proc/PID/status VmRSS) grew by less than --max-rss-growth between the end of the
     warm-up (the first 20% of the requests) and the end;
+  - no oversubscription: of its threads (HTTP connections, scheduler, pool), at most --threads
+    did the work, i.e. used at least a fifth of the busiest thread's CPU time (/proc/PID/task);
   - SIGTERM stops it with exit status 0.
 It prints one table row per configuration and exits non-zero when any check failed.
 
@@ -215,6 +217,7 @@ class Run:
     rss_warm: int | None = None
     rss_end: int | None = None
     rss_peak: int | None = None
+    thread_cpu: list[float] = field(default_factory=list)  # CPU seconds of each server thread
     exit_status: int | None = None
     failures: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
@@ -274,6 +277,7 @@ def run_config(args, corpus: str, config: str) -> Run:
             run.rss_end = server.rss_bytes()
             run.rss_peak = server.peak_rss_bytes()
             check_idle(server, run)
+            check_threads(server, run, args.threads)
         kinds = [r.kind for r in run.results]
         for kind in ("5xx", "err"):
             bad = [r for r in run.results if r.kind == kind]
@@ -325,6 +329,19 @@ def check_idle(server: SnapkvServer, run: Run):
               f"{ours} completion_tokens in the responses")
 
 
+def busy_threads(cpu: list[float]) -> list[float]:
+    """The threads that did the work: at least a fifth of the busiest one's CPU time."""
+    return [s for s in cpu if s >= 0.2 * max(cpu)]
+
+
+def check_threads(server: SnapkvServer, run: Run, threads: int):
+    run.thread_cpu = server.thread_cpu_seconds()
+    busy = busy_threads(run.thread_cpu)
+    if len(busy) > threads:
+        run.failures.append(f"{len(busy)} threads did the work of -t {threads} (CPU seconds: "
+                            + ", ".join(f"{s:.1f}" for s in sorted(busy, reverse=True)) + ")")
+
+
 # ---------------------------------------------------------------------------------------------
 # report
 
@@ -335,7 +352,7 @@ def mib(b: int | None) -> str:
 
 def print_table(runs: list[Run]):
     header = ["config", "requests", "ok", "4xx", "5xx", "err", "wall s", "gen tok/s", "p50 s", "p95 s",
-              "TTFT p50 s", "KV/full", "RSS warm", "RSS end", "growth", "RSS peak"]
+              "TTFT p50 s", "KV/full", "RSS warm", "RSS end", "growth", "RSS peak", "busy threads"]
     rows = []
     for run in runs:
         ok = [r for r in run.results if r.kind == "ok"]
@@ -349,7 +366,8 @@ def print_table(runs: list[Run]):
                      str(kinds.count("err")), f"{run.wall:.1f}", f"{gen / run.wall:.1f}" if run.wall else "-",
                      f"{percentile(lat, 0.5):.2f}", f"{percentile(lat, 0.95):.2f}", f"{percentile(ttft, 0.5):.2f}",
                      f"{kv / full:.1%}" if full else "-", mib(run.rss_warm), mib(run.rss_end), growth,
-                     mib(run.rss_peak)])
+                     mib(run.rss_peak),
+                     f"{len(busy_threads(run.thread_cpu))} of {len(run.thread_cpu)}" if run.thread_cpu else "-"])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))) + " |"
     print(line(header))
