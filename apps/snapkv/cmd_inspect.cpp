@@ -33,7 +33,7 @@ std::string value_text(const GgufValue& v) {
 }
 
 int inspect(const std::string& path, bool all_tensors) {
-  const auto f = GgufFile::open(path);
+  const auto f = GgufFile::open(path, GgufFile::Memory::kMapped);  // metadata only: nothing read in advance
   fmt::print("file: {} ({}, GGUF v{}, {} metadata keys, {} tensors, data at {}, alignment {})\n", path,
              format_bytes(static_cast<double>(f->file_size())), f->version(), f->metadata().size(),
              f->tensors().size(), f->data_offset(), f->alignment());

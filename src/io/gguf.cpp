@@ -1,6 +1,7 @@
 #include "io/gguf.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,7 +156,7 @@ bool GgufValue::is_integer() const {
   }
 }
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Memory memory) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(ErrorKind::kBadFile, "{}: cannot open model file: {}", path, std::strerror(errno));
   struct stat st {};
@@ -168,31 +169,38 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     ::close(fd);
     fail(ErrorKind::kBadFile, "{}: file of {} bytes is too small to be a GGUF model", path, size);
   }
-  // Read into huge pages rather than mapped: decode streams every weight from RAM once per token,
-  // and over 4 KiB page-cache pages each page is a TLB miss that also stops the hardware
-  // prefetchers (util/huge_pages.h).
   std::unique_ptr<GgufFile> f(new GgufFile());
-  try {
-    f->base_ = static_cast<const uint8_t*>(allocate_huge_pages(size));
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    fail(ErrorKind::kBadFile, "{}: cannot allocate {} bytes for the model", path, size);
-  }
-  f->size_ = size;
-  f->owned_ = true;
-  auto* dst = const_cast<uint8_t*>(f->base_);
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "the file shrank while being read";
-      ::close(fd);
-      fail(ErrorKind::kBadFile, "{}: read failed at byte {}: {}", path, done, why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
   f->path_ = path;
+  f->size_ = size;
+  f->memory_ = memory;
+  if (memory == Memory::kMapped) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) fail(ErrorKind::kBadFile, "{}: mmap failed: {}", path, std::strerror(errno));
+    f->base_ = static_cast<const uint8_t*>(p);
+  } else {
+    // Read into huge pages rather than mapped: decode streams every weight from RAM once per
+    // token, and over 4 KiB page-cache pages each page is a TLB miss that also stops the hardware
+    // prefetchers (util/huge_pages.h).
+    try {
+      f->base_ = static_cast<const uint8_t*>(allocate_huge_pages(size));
+    } catch (const std::bad_alloc&) {
+      ::close(fd);
+      fail(ErrorKind::kBadFile, "{}: cannot allocate {} bytes for the model", path, size);
+    }
+    auto* dst = const_cast<uint8_t*>(f->base_);
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const std::string why = n < 0 ? std::strerror(errno) : "the file shrank while being read";
+        ::close(fd);
+        fail(ErrorKind::kBadFile, "{}: read failed at byte {}: {}", path, done, why);
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
   f->parse_all();
   return f;
 }
@@ -207,7 +215,11 @@ std::unique_ptr<GgufFile> GgufFile::parse(const uint8_t* data, size_t size, std:
 }
 
 GgufFile::~GgufFile() {
-  if (owned_) free_huge_pages(const_cast<uint8_t*>(base_), size_);
+  switch (memory_) {
+    case Memory::kHugePages: free_huge_pages(const_cast<uint8_t*>(base_), size_); break;
+    case Memory::kMapped: munmap(const_cast<uint8_t*>(base_), size_); break;
+    case Memory::kCallers: break;
+  }
 }
 
 void GgufFile::parse_all() {

@@ -1,7 +1,8 @@
 #pragma once
-// GGUF reader (versions 2 and 3) over the file read into memory. Every count, offset and size is
-// checked against the file before it is used; a bad file raises Error(kBadFile) naming the
-// problem. Strings and tensor data are views into that memory and live as long as the GgufFile.
+// GGUF reader (versions 2 and 3) over the file read into memory (or mapped, for metadata). Every
+// count, offset and size is checked against the file before it is used; a bad file raises
+// Error(kBadFile) naming the problem. Strings and tensor data are views into that memory and live
+// as long as the GgufFile.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -54,8 +55,12 @@ struct GgufTensor {
 
 class GgufFile {
  public:
-  // Reads and parses the file; throws Error(kBadFile) for anything malformed.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // Where the file's bytes live: read into huge pages (to run the model: decode streams every
+  // weight once per token), mapped read-only (to look at metadata: nothing is read that is not
+  // used), or a buffer the caller keeps alive (parse).
+  enum class Memory { kHugePages, kMapped, kCallers };
+  // Reads (or maps) and parses the file; throws Error(kBadFile) for anything malformed.
+  static std::unique_ptr<GgufFile> open(const std::string& path, Memory memory = Memory::kHugePages);
   // Parses a buffer the caller keeps alive (used by tests and the fuzzer).
   static std::unique_ptr<GgufFile> parse(const uint8_t* data, size_t size, std::string label);
   ~GgufFile();
@@ -96,7 +101,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  bool owned_ = false;  // base_ is ours (huge pages), not the caller's
+  Memory memory_ = Memory::kCallers;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
