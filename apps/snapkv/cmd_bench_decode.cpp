@@ -163,7 +163,9 @@ int bench_decode(const DecodeBenchOptions& o) {
     if (!fs::exists(o.llama_script)) fail(ErrorKind::kInvalidArgument, "{}: no such file (--llama-script)", o.llama_script);
     contenders.push_back({"llama.cpp", 0, true});
   }
-  const auto file = GgufFile::open(o.model);
+  // Mapped, not read in: each measurement is a fork of this process, and anonymous memory here
+  // would count in every child's peak RSS (a model read in whole added its size to each).
+  const auto file = GgufFile::open(o.model, GgufFile::Memory::kMapped);
   const auto tok = Tokenizer::from_gguf(*file);
   const int n_ctx_train = load_model(*file)->hparams().n_ctx_train;
   for (int l : o.lengths) {
