@@ -1,22 +1,58 @@
+// Element-wise steps between the matmuls; SiLU·up compiled per SIMD target (Highway
+// foreach_target), as its exp is most of the step.
 #include "ops/elementwise.h"
 
 #include <cmath>
 
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/elementwise.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
 namespace snapkv {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// gate = gate / (1 + exp(-gate)) * up. Highway's Exp is defined up to 88.72, so -gate is capped
+// at 88: below gate = -88 the product is below 1e-36 either way. A NaN stays a NaN.
+void SiluMulT(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto one = hn::Set(df, 1.0f), cap = hn::Set(df, 88.0f);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto g = hn::LoadU(df, gate + i);
+    const auto e = hn::Exp(df, hn::Min(hn::Neg(g), cap));
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, gate + i);
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace snapkv
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace snapkv {
+
+HWY_EXPORT(SiluMulT);
 
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void silu_mul_inplace(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
+void silu_mul_inplace(float* gate, const float* up, int64_t n) { HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, n); }
 
 void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) {
   for (int64_t r = 0; r < n_rows; ++r) add_inplace(y + r * n, b, n);
 }
 
 }  // namespace snapkv
+#endif  // HWY_ONCE

@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "support/simd_targets.h"
 
 namespace snapkv {
 namespace {
@@ -73,6 +74,29 @@ TEST(SwiGlu, HandComputed) {
   EXPECT_FLOAT_EQ(g[0], 0.0f);
   EXPECT_NEAR(g[1], 1.0 / (1.0 + std::exp(-1.0)) * 2.0, 1e-6);
   EXPECT_NEAR(g[2], -2.0 / (1.0 + std::exp(2.0)), 1e-6);
+}
+
+// The vector loop on every target, from gates far below -88 (where exp(-gate) overflows) to far
+// above, and a NaN, against the formula in double.
+TEST(SwiGlu, MatchesDoubleOnEveryTarget) {
+  test::for_each_target([] {
+    std::vector<float> gate, up;
+    for (int i = 0; i < 131; ++i) {
+      gate.push_back(-120.0f + 1.1f * static_cast<float>(i));
+      up.push_back(0.5f + 0.01f * static_cast<float>(i));
+    }
+    gate[17] = std::nanf("");
+    std::vector<float> y = gate;
+    silu_mul_inplace(y.data(), up.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (i == 17) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        continue;
+      }
+      const double g = gate[i], want = g / (1.0 + std::exp(-g)) * up[i];
+      EXPECT_NEAR(y[i], want, 2e-7 * std::abs(want) + 1e-30) << "gate " << g;
+    }
+  });
 }
 
 }  // namespace
