@@ -3,6 +3,8 @@
 // batched decode step) and prefill (n_tok = 512), 1 and 2 threads.
 // Counters: weight_B/s = bytes of weights streamed per second, FLOP/s = 2 * n_in * n_out * n_tok
 // per second. K-quants need n_in to be a multiple of 256, so their "576" inputs use 768.
+// MatmulQ8/... is the decode path with activations rounded to 8 bits (MatmulActivations::kQ8), for
+// the types that have it.
 //
 //   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
@@ -15,6 +17,7 @@
 #include "io/ggml_type.h"
 #include "ops/fp16.h"
 #include "ops/matmul.h"
+#include "ops/matvec_q8.h"
 #include "util/aligned_vector.h"
 #include "util/thread_pool.h"
 
@@ -53,7 +56,7 @@ std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
   return m;
 }
 
-void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out) {
+void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, MatmulActivations act) {
   const int64_t n_tok = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   const std::vector<uint8_t> data = bench_weights(type, n_in, n_out);
@@ -62,7 +65,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
   std::vector<float> y(static_cast<size_t>(n_tok * n_out));
   ThreadPool pool(threads);
   for (auto _ : state) {
-    matmul(w, x.data(), n_tok, y.data(), pool);
+    matmul(w, x.data(), n_tok, y.data(), pool, act);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -70,7 +73,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok),
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(matmul_simd_target());
+  state.SetLabel(act == MatmulActivations::kQ8 ? q8_kernel_name(q8_kernels_supported().back()) : matmul_simd_target());
 }
 
 int register_all() {
@@ -85,11 +88,19 @@ int register_all() {
       const int64_t n_out = shape[1];
       const std::string name = "Matmul/" + std::string(ggml_type_info(type).name) + "/" +
                                std::to_string(n_in) + "x" + std::to_string(n_out);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out)
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out, MatmulActivations::kF32)
           ->ArgNames({"n_tok", "threads"})
           ->ArgsProduct({{1, 4, 512}, {1, 2}})
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
+      if (q8_supports(type)) {
+        benchmark::RegisterBenchmark(("MatmulQ8" + name.substr(6)).c_str(), BM_Matmul, type, n_in, n_out,
+                                     MatmulActivations::kQ8)
+            ->ArgNames({"n_tok", "threads"})
+            ->ArgsProduct({{1, 4}, {1, 2}})
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   return 0;

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "ops/dequant.h"
+#include "ops/matvec_q8.h"
+#include "ops/row_split.h"
 #include "util/error.h"
 
 // SSSE3-only CPUs (before 2008) fall back to the portable target; skipping it saves a compile
@@ -35,29 +37,6 @@ namespace snapkv {
 namespace HWY_NAMESPACE {
 namespace {
 
-// Runs fn(ith, nth) on the pool, or inline when the product (multiply-adds) is too small to pay
-// for it. Splitting pays off above about 2^17 multiply-adds: the pool's
-// workers spin between jobs, so a run() costs about a microsecond, and a 576 x 1536 Q4_1 matvec
-// (2^19.8 multiply-adds, 80 us on one thread) takes about 41 us on two.
-inline constexpr int64_t kMinParallelWork = int64_t{1} << 17;
-inline bool RunsInline(const ThreadPool& pool, int64_t work) { return pool.size() == 1 || work < kMinParallelWork; }
-
-template <class Fn>
-void RunOn(ThreadPool& pool, int64_t work, const Fn& fn) {
-  if (RunsInline(pool, work)) {
-    fn(0, 1);
-  } else {
-    pool.run(fn);
-  }
-}
-
-// Rows of thread ith: contiguous, in whole units of `unit` rows.
-inline void SplitRows(int64_t n_out, int64_t unit, int ith, int nth, int64_t* r0, int64_t* r1) {
-  const int64_t units = (n_out + unit - 1) / unit;
-  *r0 = std::min(n_out, units * ith / nth * unit);
-  *r1 = std::min(n_out, units * (ith + 1) / nth * unit);
-}
-
 int64_t TargetT() { return HWY_TARGET; }
 
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128 || HWY_HAVE_SCALABLE
@@ -67,9 +46,9 @@ int64_t TargetT() { return HWY_TARGET; }
 // code below assumes that Lanes(DF) is a compile-time constant.
 
 void MatmulOne(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
-  RunOn(pool, w.n_out * w.n_in * n_tok, [&](int ith, int nth) {
+  run_split(pool, w.n_out * w.n_in * n_tok, [&](int ith, int nth) {
     int64_t r0, r1;
-    SplitRows(w.n_out, 8, ith, nth, &r0, &r1);
+    split_rows(w.n_out, 8, ith, nth, &r0, &r1);
     float* row = matmul_detail::scratch(0, static_cast<size_t>(w.n_in));
     for (int64_t r = r0; r < r1; ++r) {
       dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row, w.n_in);
@@ -100,11 +79,10 @@ using dq::VF;
 
 // ---------------------------------------------------------------------------------------------
 // Decode: each weight row is decoded once per pass and multiplied into the accumulators of up to
-// kGemvPassTokens tokens. Up to kGemvMaxTokens tokens (two passes) this beats the prefill path,
-// which pads tokens to blocks of 2 vectors (measured on Zen 3, AVX2).
+// kGemvPassTokens tokens. Up to kMatmulDecodeMaxTokens tokens (two passes) this beats the prefill
+// path, which pads tokens to blocks of 2 vectors (measured on Zen 3, AVX2).
 
 inline constexpr int64_t kGemvPassTokens = 4;
-inline constexpr int64_t kGemvMaxTokens = 8;
 
 // Sums w * x over one granule for T tokens. Several independent accumulator chains per token
 // hide the FMA latency; the decoders' loops are fully unrolled, so the chain index is a constant.
@@ -336,7 +314,7 @@ void GemmTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
   for (int64_t t0 = 0; t0 < n_tok; t0 += tb_per_chunk * static_cast<int64_t>(kNT)) {
     const int64_t n_chunk = std::min(tb_per_chunk * static_cast<int64_t>(kNT), n_tok - t0);
     const int64_t n_tb = (n_chunk + static_cast<int64_t>(kNT) - 1) / static_cast<int64_t>(kNT);
-    RunOn(pool, n_tb * w.n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
+    run_split(pool, n_tb * w.n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
       PackTokens(x, w.n_in, t0, n_tok, xt, n_tb * ith / nth, n_tb * (ith + 1) / nth);
     });
     // Row tiles claimed a pair at a time (ThreadPool::for_each_item): a thread the OS holds up
@@ -346,7 +324,7 @@ void GemmTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
     const auto item = [&](int64_t i) {
       GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, i * rows_per_item, std::min(w.n_out, (i + 1) * rows_per_item));
     };
-    if (RunsInline(pool, work)) {
+    if (runs_inline(pool, work)) {
       for (int64_t i = 0; i < n_items; ++i) item(i);
     } else {
       pool.for_each_item(n_items, item);
@@ -361,11 +339,11 @@ void GemmTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
 void GemvMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
   int64_t work = 0;
   for (size_t j = 0; j < n_jobs; ++j) work += jobs[j].w->n_out * jobs[j].w->n_in * n_tok;
-  RunOn(pool, work, [&](int ith, int nth) {
+  run_split(pool, work, [&](int ith, int nth) {
     for (size_t j = 0; j < n_jobs; ++j) {
       const WeightMatrix& w = *jobs[j].w;
       int64_t r0, r1;
-      SplitRows(w.n_out, 8, ith, nth, &r0, &r1);
+      split_rows(w.n_out, 8, ith, nth, &r0, &r1);
       dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR {
         GemvAllTokens<decltype(dec)>(w, x, n_tok, jobs[j].y, r0, r1);
       });
@@ -374,7 +352,7 @@ void GemvMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_to
 }
 
 void MatmulManyT(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
-  if (n_tok <= kGemvMaxTokens) return GemvMany(jobs, n_jobs, x, n_tok, pool);
+  if (n_tok <= kMatmulDecodeMaxTokens) return GemvMany(jobs, n_jobs, x, n_tok, pool);
   for (size_t j = 0; j < n_jobs; ++j) {
     dq::WithDecoder(jobs[j].w->type, [&](auto dec) HWY_ATTR {
       GemmTyped<decltype(dec)>(*jobs[j].w, x, n_tok, jobs[j].y, pool);
@@ -447,15 +425,25 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
   return w;
 }
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
+namespace {
+void run_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) {
+  const bool q8 = act == MatmulActivations::kQ8 && n_tok <= kMatmulDecodeMaxTokens &&
+                  std::all_of(jobs.begin(), jobs.end(), [](const MatmulJob& j) { return q8_supports(j.w->type); });
+  if (q8) return matvec_q8_many(jobs, x, n_tok, pool);
+  HWY_DYNAMIC_DISPATCH(MatmulManyT)(jobs.data(), jobs.size(), x, n_tok, pool);
+}
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool, MatmulActivations act) {
   check_matrix(w, "matmul");
   if (n_tok < 0) fail(ErrorKind::kInvalidArgument, "matmul: n_tok {} is negative", n_tok);
   if (n_tok == 0) return;
   const MatmulJob job{&w, y};
-  HWY_DYNAMIC_DISPATCH(MatmulManyT)(&job, 1, x, n_tok, pool);
+  run_jobs({&job, 1}, x, n_tok, pool, act);
 }
 
-void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool,
+                 MatmulActivations act) {
   for (const MatmulJob& j : jobs) {
     check_matrix(*j.w, "matmul_many");
     if (j.w->n_in != jobs[0].w->n_in) {
@@ -465,7 +453,7 @@ void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok,
   }
   if (n_tok < 0) fail(ErrorKind::kInvalidArgument, "matmul_many: n_tok {} is negative", n_tok);
   if (n_tok == 0 || jobs.empty()) return;
-  HWY_DYNAMIC_DISPATCH(MatmulManyT)(jobs.data(), jobs.size(), x, n_tok, pool);
+  run_jobs(jobs, x, n_tok, pool, act);
 }
 
 void get_row(const WeightMatrix& w, int64_t row, float* dst) {

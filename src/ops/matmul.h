@@ -32,6 +32,17 @@ struct WeightMatrix {
 // is not a positive multiple of the block size or n_out is not positive.
 WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, int64_t n_out);
 
+// Up to this many tokens matmul takes its decode path: one pass over each weight row.
+inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
+
+// What the decode path multiplies the weights by. kF32 (the default) keeps the activations in
+// f32, and results agree with the double reference to rounding. kQ8 rounds each block of 32
+// activations to 8 bits first, as llama.cpp does, and multiplies in integers (matvec_q8.h): about
+// twice as fast where the f32 kernel is limited by arithmetic, at the price of an error of up to
+// max|x| / 254 of the block in each activation. kQ8 applies to decode calls (n_tok <= 8) whose
+// weights are all Q4_0, Q4_1 or Q8_0; any other call runs as kF32.
+enum class MatmulActivations { kF32, kQ8 };
+
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tok, o < n_out, i.e. Y = X W^T.
 //   x: [n_tok][n_in] f32, row-major, any alignment
 //   y: [n_tok][n_out] f32, row-major, any alignment; overwritten; must not overlap x
@@ -43,7 +54,8 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 // on the calling thread the activations of up to 256 tokens repacked (n_in x 256 floats).
 // Throws Error as make_weight_matrix does for a bad matrix, and Error(kInvalidArgument) for
 // n_tok < 0 or a row_bytes too small for n_in. n_tok == 0 does nothing.
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool,
+            MatmulActivations act = MatmulActivations::kF32);
 
 // One product of matmul_many: y = X W^T, laid out as in matmul.
 struct MatmulJob {
@@ -56,7 +68,8 @@ struct MatmulJob {
 // pool runs them as one job, each thread taking its share of the rows of every matrix: matrices
 // too small to split on their own are split too, and the threads meet once instead of once per
 // matrix. Throws as matmul does, and Error(kInvalidArgument) when n_in differs.
-void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool);
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool,
+                 MatmulActivations act = MatmulActivations::kF32);
 
 // Scalar reference of matmul, the test oracle: each weight row is dequantized with
 // dequantize_row and dotted with each activation row in double precision, then rounded to f32.

@@ -1,0 +1,165 @@
+// The x86 kernels of matvec_q8.h. Included twice by matvec_q8_x86.cpp, each time inside a
+// compiler target region and its own namespace: with SNAPKV_Q8_VNNI 1 (AVX-512 VNNI on 256-bit
+// vectors) and 0 (AVX2). No include guard, on purpose. Everything here is static, and the
+// headers it needs are included before the regions, so nothing compiled for one instruction set
+// is shared with code that runs on a CPU without it.
+
+// Per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
+static inline __m256i Dot(__m256i a, __m256i b) {
+#if SNAPKV_Q8_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+#else
+  // vpmaddubsw saturates its 16-bit pair sums; |a| <= 128 and |b| <= 127 keep them below 2^15.
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+#endif
+}
+
+// Dot(a1, b1) + Dot(a2, b2) for 4-bit a1, a2: AVX2 adds the 16-bit pair sums (at most
+// 2 * 2 * 15 * 127) before widening them.
+static inline __m256i DotNibbles(__m256i a1, __m256i b1, __m256i a2, __m256i b2) {
+#if SNAPKV_Q8_VNNI
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), a1, b1), a2, b2);
+#else
+  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#endif
+}
+
+static inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 16 bytes at lo in the low half, 16 at hi in the high half.
+static inline __m256i Load2x16(const void* lo, const void* hi) {
+  const __m128i l = _mm_loadu_si128(static_cast<const __m128i*>(lo));
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(l), _mm_loadu_si128(static_cast<const __m128i*>(hi)), 1);
+}
+
+// The f16 scales of two blocks, at a and b, as floats in lanes 0..3 and 4..7; with kWithMin also
+// the f16 mins stored after them, in *m.
+template <bool kWithMin>
+static inline __m256 PairScales(const uint8_t* a, const uint8_t* b, __m256* m) {
+  uint32_t wa, wb;  // d and (for Q4_1) m of each block
+  std::memcpy(&wa, a, 4);
+  std::memcpy(&wb, b, 4);
+  const __m256 v = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(wa)), static_cast<int>(wb), 1)));
+  if constexpr (kWithMin) *m = _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+  return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2));
+}
+
+// The hardware prefetcher does not always keep up with rows this short (see kPrefetchBytes in
+// matmul.cpp): each row asks for the bytes 4 KiB ahead, up to the end of the thread's rows.
+static inline void PrefetchAhead(const uint8_t* first, size_t done, size_t row_bytes, size_t total) {
+  const size_t from = done + 4096;
+  const size_t to = from + row_bytes < total ? from + row_bytes : total;
+  for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(first + b);
+}
+
+// Q4_0 (kStoredMin false) and Q4_1 rows [r0, r1) for tokens t0 .. t0 + T, two blocks at a time:
+// the 32 code bytes of two blocks split into low and high nibbles are each multiplied by the
+// matching 16 + 16 activations.
+template <bool kStoredMin, int T>
+static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  const GgmlType type = kStoredMin ? GgmlType::Q4_1 : GgmlType::Q4_0;
+  constexpr int64_t kBlockBytes = kStoredMin ? 20 : 18;
+  constexpr int64_t kCodes = kStoredMin ? 4 : 2;
+  const int64_t nb = w.n_in / kQ8Block;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
+  const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+    PrefetchAhead(first, static_cast<size_t>(row - first), w.row_bytes, total);
+    __m256 acc[T], off[T];
+    for (int t = 0; t < T; ++t) acc[t] = off[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t* blk = row + b * kBlockBytes;
+      const __m256i codes = Load2x16(blk + kCodes, blk + kBlockBytes + kCodes);
+      const __m256i lo = _mm256_and_si256(codes, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+      __m256 m;
+      const __m256 d = PairScales<kStoredMin>(blk, blk + kBlockBytes, &m);
+      if constexpr (!kStoredMin) m = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+      for (int t = 0; t < T; ++t) {
+        const int64_t tb = (t0 + t) * nb + b;  // the token's block b
+        const int8_t* xp = x.q_pairs.data() + ((t0 + t) * (nb / 2) + b / 2) * 2 * kQ8Block;
+        const __m256i s = DotNibbles(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp)), hi,
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 32)));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_loadu_ps(x.d4.data() + tb * 4));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, acc[t]);
+        off[t] = _mm256_fmadd_ps(m, _mm256_loadu_ps(x.sum4.data() + tb * 4), off[t]);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float sum = HorizontalSum(_mm256_add_ps(acc[t], off[t]));
+      if (b < nb) {
+        const int64_t tb = (t0 + t) * nb + b;
+        const uint8_t* blk = row + b * kBlockBytes;
+        sum += q8_block::scale(blk) * x.d4[tb * 4] * static_cast<float>(q8_block::dot(type, blk, x.q.data() + tb * kQ8Block)) +
+               q8_block::offset(type, blk) * 4.0f * x.sum4[tb * 4];
+      }
+      y[(t0 + t) * w.n_out + r] = sum;
+    }
+  }
+}
+
+// Q8_0 block b times token t0 + t's activations, added to acc: the sign of each weight moves onto
+// its activation, so that vpmaddubsw / vpdpbusd multiply |w| (unsigned) by sign(w) x (signed).
+static inline __m256 Q8Block(const uint8_t* blk, const Q8Activations& x, int64_t tb, __m256 acc) {
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + tb * kQ8Block));
+  const __m256i s = Dot(_mm256_abs_epi8(codes), _mm256_sign_epi8(xq, codes));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(q8_block::scale(blk) * x.d4[tb * 4]), acc);
+}
+
+// Q8_0 rows; even and odd blocks feed two accumulators.
+template <int T>
+static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kBlockBytes = 34;
+  const int64_t nb = w.n_in / kQ8Block;
+  const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
+  const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+    PrefetchAhead(first, static_cast<size_t>(row - first), w.row_bytes, total);
+    __m256 even[T], odd[T];
+    for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      for (int t = 0; t < T; ++t) {
+        const int64_t tb = (t0 + t) * nb + b;
+        even[t] = Q8Block(row + b * kBlockBytes, x, tb, even[t]);
+        odd[t] = Q8Block(row + (b + 1) * kBlockBytes, x, tb + 1, odd[t]);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      if (b < nb) even[t] = Q8Block(row + b * kBlockBytes, x, (t0 + t) * nb + b, even[t]);
+      y[(t0 + t) * w.n_out + r] = HorizontalSum(_mm256_add_ps(even[t], odd[t]));
+    }
+  }
+}
+
+template <int T>
+static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  switch (w.type) {
+    case GgmlType::Q4_0: return Q4Rows<false, T>(w, x, t0, y, r0, r1);
+    case GgmlType::Q4_1: return Q4Rows<true, T>(w, x, t0, y, r0, r1);
+    default: return Q8Rows<T>(w, x, t0, y, r0, r1);
+  }
+}
+
+// Up to 4 tokens per pass over the rows, so each weight block is decoded once for all of them.
+void Rows(const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
+  for (int64_t t0 = 0; t0 < x.n_tok; t0 += 4) {
+    switch (x.n_tok - t0) {
+      case 1: RowsT<1>(w, x, t0, y, r0, r1); break;
+      case 2: RowsT<2>(w, x, t0, y, r0, r1); break;
+      case 3: RowsT<3>(w, x, t0, y, r0, r1); break;
+      default: RowsT<4>(w, x, t0, y, r0, r1); break;
+    }
+  }
+}

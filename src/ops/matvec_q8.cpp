@@ -1,0 +1,160 @@
+// Activations rounded to 8 bits, the kernel choice, the scalar kernel and the reference of
+// matvec_q8.h; the SIMD kernels are in matvec_q8_x86.cpp.
+#include "ops/matvec_q8.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/matvec_q8_block.h"
+#include "ops/matvec_q8_x86.h"
+#include "ops/row_split.h"
+#include "util/error.h"
+
+namespace snapkv {
+namespace {
+
+// v in [-127, 127] to the nearest integer, halves away from zero, as roundf does; roundf and
+// nearbyint are library calls on baseline x86-64.
+int8_t round_to_int8(float v) {
+  const int i = static_cast<int>(v);  // toward zero, and v - i is exact
+  const float frac = v - static_cast<float>(i);
+  return static_cast<int8_t>(i + (frac >= 0.5f) - (frac <= -0.5f));
+}
+
+}  // namespace
+
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out) {
+  if (n_in <= 0 || n_in % kQ8Block != 0) {
+    fail(ErrorKind::kInvalidArgument, "quantize_q8: n_in {} is not a positive multiple of {}", n_in, kQ8Block);
+  }
+  if (n_tok < 0) fail(ErrorKind::kInvalidArgument, "quantize_q8: n_tok {} is negative", n_tok);
+  const int64_t n_blocks = n_tok * (n_in / kQ8Block);
+  const int64_t n_pairs = n_in / (2 * kQ8Block);
+  out.n_in = n_in;
+  out.n_tok = n_tok;
+  out.q.resize(static_cast<size_t>(n_tok * n_in));
+  out.q_pairs.resize(static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block));
+  out.d4.resize(static_cast<size_t>(n_blocks * 4));
+  out.sum4.resize(static_cast<size_t>(n_blocks * 4));
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * kQ8Block;
+    float amax = 0.0f, sum = 0.0f;
+    for (int i = 0; i < kQ8Block; ++i) {
+      // fabs of a NaN is NaN and NaN > amax is false: a NaN is caught through sum instead.
+      amax = std::fabs(xb[i]) > amax ? std::fabs(xb[i]) : amax;
+      sum += xb[i];
+    }
+    const float d = std::isfinite(sum) ? amax / 127.0f : sum;
+    const bool scaled = d > 0.0f && std::isfinite(d);  // else every code is 0
+    const float id = scaled ? 1.0f / d : 0.0f;
+    int32_t code_sum = 0;
+    for (int i = 0; i < kQ8Block; ++i) {
+      // Within [-127, 127] by construction; the clamp only guards against rounding of 1 / d.
+      const float v = scaled ? std::fmin(127.0f, std::fmax(-127.0f, xb[i] * id)) : 0.0f;
+      const int8_t q = round_to_int8(v);
+      out.q[static_cast<size_t>(b * kQ8Block + i)] = q;
+      code_sum += q;
+    }
+    for (int k = 0; k < 4; ++k) {
+      out.d4[static_cast<size_t>(b * 4 + k)] = d;
+      out.sum4[static_cast<size_t>(b * 4 + k)] = d * static_cast<float>(code_sum) * 0.25f;
+    }
+  }
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t p = 0; p < n_pairs; ++p) {
+      const int8_t* a = out.q.data() + t * n_in + p * 2 * kQ8Block;
+      int8_t* dst = out.q_pairs.data() + (t * n_pairs + p) * 2 * kQ8Block;
+      for (int h = 0; h < 2; ++h) {  // low then high halves of A and B
+        std::memcpy(dst + h * 32, a + h * 16, 16);
+        std::memcpy(dst + h * 32 + 16, a + kQ8Block + h * 16, 16);
+      }
+    }
+  }
+}
+
+bool q8_supports(GgmlType type) {
+  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0;
+}
+
+const char* q8_kernel_name(Q8Kernel k) {
+  switch (k) {
+    case Q8Kernel::kAvx2: return "AVX2";
+    case Q8Kernel::kAvx512Vnni: return "AVX-512 VNNI";
+    default: return "scalar";
+  }
+}
+
+std::vector<Q8Kernel> q8_kernels_supported() {
+  std::vector<Q8Kernel> ks{Q8Kernel::kScalar};
+  if (q8_x86_has_avx2()) ks.push_back(Q8Kernel::kAvx2);
+  if (q8_x86_has_vnni()) ks.push_back(Q8Kernel::kAvx512Vnni);
+  return ks;
+}
+
+namespace {
+
+void check_shapes(const WeightMatrix& w, const Q8Activations& x, const char* what) {
+  if (!q8_supports(w.type)) {
+    fail(ErrorKind::kUnsupported, "{}: no 8-bit-activation kernel for {} weights", what, ggml_type_info(w.type).name);
+  }
+  if (w.n_in != x.n_in) fail(ErrorKind::kInvalidArgument, "{}: n_in {} differs from the activations' {}", what, w.n_in, x.n_in);
+}
+
+// The dot product of weight row r with token t's rounded activations, in T (float or double).
+template <class T>
+T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
+  const int64_t nb = w.n_in / kQ8Block;
+  const int64_t bytes = q8_block::bytes(w.type);
+  const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+  T sum = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * bytes;
+    const int64_t tb = t * nb + b;
+    const int32_t dot = q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block);
+    sum += static_cast<T>(q8_block::scale(blk)) * static_cast<T>(x.d4[static_cast<size_t>(tb * 4)]) * static_cast<T>(dot) +
+           static_cast<T>(q8_block::offset(w.type, blk)) * 4 * static_cast<T>(x.sum4[static_cast<size_t>(tb * 4)]);
+  }
+  return sum;
+}
+
+}  // namespace
+
+void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
+  if (k == Q8Kernel::kScalar) {
+    for (int64_t t = 0; t < x.n_tok; ++t) {
+      for (int64_t r = r0; r < r1; ++r) y[t * w.n_out + r] = row_dot<float>(w, x, r, t);
+    }
+    return;
+  }
+  q8_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
+}
+
+void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y) {
+  check_shapes(w, x, "q8_matvec_reference");
+  for (int64_t t = 0; t < x.n_tok; ++t) {
+    for (int64_t r = 0; r < w.n_out; ++r) y[t * w.n_out + r] = static_cast<float>(row_dot<double>(w, x, r, t));
+  }
+}
+
+void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
+  // The calling thread's buffer, reused from call to call; the pool's threads read it through a
+  // reference (a thread_local named in the lambda would be each thread's own).
+  thread_local Q8Activations buffer;
+  Q8Activations& xq = buffer;
+  quantize_q8(x, jobs[0].w->n_in, n_tok, xq);
+  const Q8Kernel kernel = q8_x86_has_vnni() ? Q8Kernel::kAvx512Vnni : q8_x86_has_avx2() ? Q8Kernel::kAvx2 : Q8Kernel::kScalar;
+  int64_t work = 0;
+  for (const MatmulJob& j : jobs) {
+    check_shapes(*j.w, xq, "matvec_q8_many");
+    work += j.w->n_out * j.w->n_in * n_tok;
+  }
+  run_split(pool, work, [&](int ith, int nth) {
+    for (const MatmulJob& j : jobs) {
+      int64_t r0, r1;
+      split_rows(j.w->n_out, 8, ith, nth, &r0, &r1);
+      q8_matvec_rows(kernel, *j.w, xq, j.y, r0, r1);
+    }
+  });
+}
+
+}  // namespace snapkv

@@ -1,0 +1,70 @@
+#pragma once
+// Decode matvec with the activations rounded to 8 bits: the opt-in path of matmul behind
+// MatmulActivations::kQ8 (matmul.h), for Q4_0, Q4_1 and Q8_0 weights.
+//
+// Each block of 32 activations is scaled to int8 as llama.cpp's Q8 types are (d = max|x| / 127,
+// q = round(x / d)); a weight block times an activation block is then one integer dot product
+// (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw + vpmaddwd) and one float multiply-add by the two
+// scales. Where the float dequantize-and-dot is limited by arithmetic rather than by memory (seen
+// on Zen 4, which runs AVX-512 as two 256-bit halves), this does the same rows in about half the
+// time. The price is accuracy: the result is the weights times the rounded activations, each off
+// by up to d / 2 = max|x| / 254 of its block, where the f32 path agrees with the double reference
+// to rounding. The offset term of Q4_0 and Q4_1 (min times the sum of the activations) uses the
+// sum of the rounded activations too: with the unrounded sum, the error would be that of the
+// codes (0..15) rather than of the weights (centred on 0), about twice as large (measured on
+// random blocks with min = -8 d).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ops/matmul.h"
+
+namespace snapkv {
+
+inline constexpr int64_t kQ8Block = 32;
+
+// n_tok rows of n_in activations (n_in a multiple of 32), rounded to 8 bits block by block.
+// d4 and sum4 repeat each block's value four times: the SIMD kernels load two blocks' scales as
+// one 8-lane vector, matching the 8 int32 lanes of two blocks' dot products; a quarter of the
+// sum in each lane adds up to the sum.
+struct Q8Activations {
+  int64_t n_in = 0;
+  int64_t n_tok = 0;
+  std::vector<int8_t> q;     // [n_tok][n_in]: x ≈ d * q within each block of 32
+  // q again, each pair of blocks (A, B) as A[0..16) B[0..16) A[16..32) B[16..32): the order of the
+  // low and high nibbles of two Q4 blocks' codes. [n_tok][n_in / 64][64]; an odd last block is
+  // left out.
+  std::vector<int8_t> q_pairs;
+  std::vector<float> d4;     // [n_tok][n_in / 32][4]: the block's scale d
+  std::vector<float> sum4;   // [n_tok][n_in / 32][4]: a quarter of d * (sum of the block's q)
+};
+
+// Rounds x ([n_tok][n_in] f32) into out, reusing its storage. A block whose largest magnitude is
+// not finite gets a non-finite scale, so its products come out non-finite as in f32. Throws
+// Error(kInvalidArgument) when n_in is not a positive multiple of 32 or n_tok is negative.
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out);
+
+// Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
+bool q8_supports(GgmlType type);
+
+// The kernels; each gives the same results up to float rounding.
+enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
+const char* q8_kernel_name(Q8Kernel k);
+// The kernels this CPU runs, slowest first: the last one is the one matvec_q8_many uses.
+std::vector<Q8Kernel> q8_kernels_supported();
+
+// y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
+// y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in.
+void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0,
+                    int64_t r1);
+
+// The test oracle: the same arithmetic as the kernels (integer dot products of the stored weight
+// codes and the rounded activations, scaled, plus min times sum4 * 4) in double, rounded to f32.
+void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y);
+
+// matmul_many with the activations rounded to 8 bits, for n_tok <= 8 and weight types that
+// q8_supports (checked by the caller, matmul.cpp): rounds x once on the calling thread, then splits
+// every job's rows among the pool's threads as the f32 decode path does.
+void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool);
+
+}  // namespace snapkv

@@ -1,0 +1,42 @@
+#pragma once
+// One weight block (Q4_0, Q4_1 or Q8_0) against one block of 32 activations rounded to 8 bits, in
+// plain C++: the scalar kernel, the reference, and the odd last block of the SIMD kernels.
+// A weight is d * c + m with c its stored code: for Q4_1 c in 0..15 and m stored; for Q4_0
+// c in 0..15 and m = -8 d; for Q8_0 c in -128..127 and m = 0. Codes 0..15 of a Q4 block are the
+// low nibbles of its 16 bytes, codes 16..31 the high nibbles.
+#include <cstdint>
+#include <cstring>
+
+#include "io/ggml_type.h"
+#include "ops/fp16.h"
+
+namespace snapkv::q8_block {
+
+inline float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return kHalfToF32[h];
+}
+
+inline int64_t bytes(GgmlType type) { return type == GgmlType::Q4_1 ? 20 : type == GgmlType::Q4_0 ? 18 : 34; }
+
+inline float scale(const uint8_t* blk) { return half_at(blk); }
+
+inline float offset(GgmlType type, const uint8_t* blk) {
+  if (type == GgmlType::Q4_1) return half_at(blk + 2);
+  return type == GgmlType::Q4_0 ? -8.0f * half_at(blk) : 0.0f;
+}
+
+// sum over i of code[i] * xq[i], exactly.
+inline int32_t dot(GgmlType type, const uint8_t* blk, const int8_t* xq) {
+  int32_t s = 0;
+  if (type == GgmlType::Q8_0) {
+    for (int i = 0; i < 32; ++i) s += static_cast<int8_t>(blk[2 + i]) * xq[i];
+    return s;
+  }
+  const uint8_t* codes = blk + (type == GgmlType::Q4_1 ? 4 : 2);
+  for (int i = 0; i < 16; ++i) s += (codes[i] & 0x0F) * xq[i] + (codes[i] >> 4) * xq[i + 16];
+  return s;
+}
+
+}  // namespace snapkv::q8_block

@@ -1,0 +1,75 @@
+// The x86 kernels of matvec_q8.h, compiled twice from matvec_q8-inl.h: for AVX2 and for AVX-512
+// VNNI. Highway (matmul.cpp's dispatch) is not used here: Debian 12's Highway 1.0.3 has no 8-bit
+// dot-product operation, and its AVX3_DL target also assumes AVX-VNNI, which Zen 4 lacks.
+#include "ops/matvec_q8_x86.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "hwy/targets.h"
+#include "ops/matvec_q8_block.h"
+
+namespace snapkv {
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+namespace q8_avx2 {
+#define SNAPKV_Q8_VNNI 0
+#include "ops/matvec_q8-inl.h"
+#undef SNAPKV_Q8_VNNI
+}  // namespace q8_avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")
+#endif
+namespace q8_vnni {
+#define SNAPKV_Q8_VNNI 1
+#include "ops/matvec_q8-inl.h"
+#undef SNAPKV_Q8_VNNI
+}  // namespace q8_vnni
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+// Highway's AVX2 target means AVX2, FMA, F16C and BMI2, and its AVX3 target AVX-512 F, VL, DQ and
+// BW, each with the operating system saving the registers.
+bool q8_x86_has_avx2() { return (hwy::SupportedTargets() & HWY_AVX2) != 0; }
+
+bool q8_x86_has_vnni() { return (hwy::SupportedTargets() & HWY_AVX3) != 0 && __builtin_cpu_supports("avx512vnni"); }
+
+void q8_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
+  if (vnni) {
+    q8_vnni::Rows(w, x, y, r0, r1);
+  } else {
+    q8_avx2::Rows(w, x, y, r0, r1);
+  }
+}
+
+}  // namespace snapkv
+
+#else  // not x86-64 with GCC or clang: only the scalar kernel
+
+namespace snapkv {
+bool q8_x86_has_avx2() { return false; }
+bool q8_x86_has_vnni() { return false; }
+void q8_x86_rows(bool, const WeightMatrix&, const Q8Activations&, float*, int64_t, int64_t) {}
+}  // namespace snapkv
+
+#endif

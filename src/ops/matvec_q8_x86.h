@@ -1,0 +1,14 @@
+#pragma once
+// The x86 SIMD kernels behind matvec_q8.h (matvec_q8_x86.cpp); false and no-ops elsewhere.
+#include <cstdint>
+
+#include "ops/matvec_q8.h"
+
+namespace snapkv {
+
+bool q8_x86_has_avx2();  // AVX2, FMA and F16C
+bool q8_x86_has_vnni();  // and AVX-512 VL, BW and VNNI
+// q8_matvec_rows with the AVX-512 VNNI kernel (vnni) or the AVX2 one; the CPU must have it.
+void q8_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1);
+
+}  // namespace snapkv

@@ -1,0 +1,215 @@
+// The 8-bit-activation decode path (ops/matvec_q8.h): the rounding of the activations, every
+// kernel this CPU runs against the double reference of the same arithmetic, and matmul with
+// MatmulActivations::kQ8 against the exact f32 product within the error that the rounding allows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/dequant.h"
+#include "ops/matmul.h"
+#include "ops/matvec_q8.h"
+#include "ops/matvec_q8_block.h"
+#include "support/random_weights.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+namespace {
+
+using test::random_floats;
+using test::random_matrix;
+
+const GgmlType kQ8Types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
+
+TEST(QuantizeQ8, RoundsEachBlockToItsScale) {
+  std::mt19937 rng(3);
+  std::vector<float> x = random_floats(3 * 64, rng);
+  for (int i = 32; i < 64; ++i) x[i] *= 1000.0f;  // block 1: large values
+  for (int i = 64; i < 96; ++i) x[i] = 0.0f;      // block 2: all zero
+  Q8Activations q;
+  quantize_q8(x.data(), 64, 3, q);
+  ASSERT_EQ(q.q.size(), x.size());
+  ASSERT_EQ(q.d4.size(), 6u * 4);
+  for (int b = 0; b < 6; ++b) {
+    float amax = 0.0f;
+    int code_sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      amax = std::max(amax, std::fabs(x[b * 32 + i]));
+      code_sum += q.q[b * 32 + i];
+    }
+    const float d = amax / 127.0f;
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(q.d4[b * 4 + k], d) << "block " << b;
+      EXPECT_FLOAT_EQ(q.sum4[b * 4 + k] * 4, d * static_cast<float>(code_sum)) << "block " << b;
+    }
+    int largest = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int8_t v = q.q[b * 32 + i];
+      largest = std::max(largest, std::abs(static_cast<int>(v)));
+      EXPECT_LE(std::fabs(x[b * 32 + i] - d * v), d * 0.5f * (1 + 1e-5f)) << "block " << b << " element " << i;
+    }
+    EXPECT_EQ(largest, amax > 0 ? 127 : 0) << "block " << b;
+  }
+}
+
+TEST(QuantizeQ8, NonFiniteBlocksGiveNonFiniteScalesAndErrorsAreClear) {
+  std::vector<float> x(64, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  x[40] = std::numeric_limits<float>::infinity();
+  Q8Activations q;
+  quantize_q8(x.data(), 32, 2, q);
+  EXPECT_TRUE(std::isnan(q.d4[0]));
+  EXPECT_FALSE(std::isfinite(q.d4[4]));
+  for (int8_t v : q.q) EXPECT_EQ(v, 0);
+  EXPECT_THROW(quantize_q8(x.data(), 33, 1, q), Error);
+  EXPECT_THROW(quantize_q8(x.data(), 0, 1, q), Error);
+  EXPECT_THROW(quantize_q8(x.data(), 32, -1, q), Error);
+}
+
+// Sum over blocks of |d_w d_x dot| + |m sum|: the size of the terms a kernel adds up, which
+// scales the float rounding it may show against the double reference.
+double term_magnitude(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
+  const int64_t nb = w.n_in / kQ8Block, bytes = q8_block::bytes(w.type);
+  double m = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w.data + r * w.row_bytes + b * bytes;
+    const int64_t tb = t * nb + b;
+    m += std::fabs(double{q8_block::scale(blk)} * x.d4[tb * 4] * q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block)) +
+         std::fabs(double{q8_block::offset(w.type, blk)} * 4 * x.sum4[tb * 4]);
+  }
+  return m;
+}
+
+TEST(Q8Matvec, EveryKernelMatchesTheReference) {
+  std::mt19937 rng(11);
+  for (GgmlType type : kQ8Types) {
+    for (int64_t n_in : {32, 96, 576, 1536}) {  // 1 and 3 blocks: the SIMD kernels' odd last block
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 8}) {
+        const int64_t n_out = 21;
+        SCOPED_TRACE(std::string(ggml_type_info(type).name) + " n_in " + std::to_string(n_in) + " n_tok " +
+                     std::to_string(n_tok));
+        const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+        const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+        const std::vector<float> xf = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+        Q8Activations x;
+        quantize_q8(xf.data(), n_in, n_tok, x);
+        std::vector<float> want(static_cast<size_t>(n_tok * n_out));
+        q8_matvec_reference(w, x, want.data());
+        for (Q8Kernel k : q8_kernels_supported()) {
+          SCOPED_TRACE(q8_kernel_name(k));
+          std::vector<float> y(want.size(), 12345.0f);
+          q8_matvec_rows(k, w, x, y.data(), 0, 7);  // two calls, as two threads would split the rows
+          q8_matvec_rows(k, w, x, y.data(), 7, n_out);
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < n_out; ++r) {
+              const size_t i = static_cast<size_t>(t * n_out + r);
+              ASSERT_NEAR(y[i], want[i], 1e-5 * term_magnitude(w, x, r, t) + 1e-30) << "token " << t << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Q8Matvec, Q8_0HandlesTheCodeMinus128) {
+  // Only the sign trick of the SIMD kernels meets a code of -128 differently (|w| = 128 as a byte).
+  std::mt19937 rng(5);
+  std::vector<uint8_t> m = random_matrix(GgmlType::Q8_0, 64, 3, rng);
+  for (size_t i = 2; i < m.size(); i += 34) m[i] = 0x80;
+  const WeightMatrix w = make_weight_matrix(GgmlType::Q8_0, m.data(), 64, 3);
+  std::vector<float> xf(64, -1.0f);
+  Q8Activations x;
+  quantize_q8(xf.data(), 64, 1, x);
+  std::vector<float> want(3), y(3);
+  q8_matvec_reference(w, x, want.data());
+  for (Q8Kernel k : q8_kernels_supported()) {
+    q8_matvec_rows(k, w, x, y.data(), 0, 3);
+    for (int r = 0; r < 3; ++r) EXPECT_NEAR(y[r], want[r], 1e-5 * std::fabs(want[r])) << q8_kernel_name(k);
+  }
+}
+
+// Exact product of each row with x, and the most that rounding x to 8 bits may move it: the path
+// computes the weights times the rounded activations, each off by at most d / 2 = max|x| / 254
+// of its block, so the error is at most sum |w| * d / 2, plus float rounding.
+struct Exact {
+  std::vector<double> y, slack;
+};
+
+Exact exact_product(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tok) {
+  Exact e;
+  std::vector<float> row(static_cast<size_t>(w.n_in));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < w.n_out; ++r) {
+      dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.n_in);
+      double y = 0, slack = 0, mag = 0;
+      for (int64_t b = 0; b < w.n_in / kQ8Block; ++b) {
+        const float* xb = x.data() + t * w.n_in + b * kQ8Block;
+        const float* wb = row.data() + b * kQ8Block;
+        double amax = 0, wsum = 0;
+        for (int i = 0; i < kQ8Block; ++i) {
+          y += double{wb[i]} * xb[i];
+          mag += std::fabs(double{wb[i]} * xb[i]);
+          amax = std::max(amax, std::fabs(double{xb[i]}));
+          wsum += std::fabs(double{wb[i]});
+        }
+        slack += wsum * amax / 254;
+      }
+      e.y.push_back(y);
+      e.slack.push_back(slack * (1 + 1e-4) + 1e-5 * mag);
+    }
+  }
+  return e;
+}
+
+TEST(Q8Matvec, MatmulKQ8IsWithinTheRoundingOfTheExactProduct) {
+  std::mt19937 rng(17);
+  ThreadPool pool1(1), pool2(2);
+  for (GgmlType type : kQ8Types) {
+    for (int64_t n_tok : {1, 3, 8}) {
+      SCOPED_TRACE(std::string(ggml_type_info(type).name) + " n_tok " + std::to_string(n_tok));
+      const int64_t n_in = 576, n_out = 1536;  // enough work to split among threads
+      const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+      const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+      const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+      const Exact want = exact_product(w, x, n_tok);
+      std::vector<float> y1(want.y.size()), y2(want.y.size()), f32(want.y.size());
+      matmul(w, x.data(), n_tok, y1.data(), pool1, MatmulActivations::kQ8);
+      matmul(w, x.data(), n_tok, y2.data(), pool2, MatmulActivations::kQ8);
+      matmul(w, x.data(), n_tok, f32.data(), pool1);
+      double worst_q8 = 0, worst_f32 = 0;
+      for (size_t i = 0; i < want.y.size(); ++i) {
+        ASSERT_LE(std::fabs(y1[i] - want.y[i]), want.slack[i]) << "output " << i;
+        ASSERT_EQ(y1[i], y2[i]) << "output " << i << ": 2 threads changed the result";
+        worst_q8 = std::max(worst_q8, std::fabs(y1[i] - want.y[i]));
+        worst_f32 = std::max(worst_f32, std::fabs(f32[i] - want.y[i]));
+      }
+      // The 8-bit path must be the one that ran: its error is far above f32 rounding.
+      EXPECT_GT(worst_q8, 10 * worst_f32);
+    }
+  }
+}
+
+TEST(Q8Matvec, OtherCallsRunAsF32) {
+  // Prefill (more than 8 tokens) and weight types without an 8-bit kernel ignore kQ8.
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  for (auto [type, n_tok] : {std::pair{GgmlType::Q4_1, int64_t{9}}, std::pair{GgmlType::F16, int64_t{1}},
+                             std::pair{GgmlType::Q4_K, int64_t{2}}}) {
+    const int64_t n_in = 256, n_out = 40;
+    const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+    const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+    const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+    std::vector<float> a(static_cast<size_t>(n_tok * n_out)), b(a.size());
+    matmul(w, x.data(), n_tok, a.data(), pool, MatmulActivations::kQ8);
+    matmul(w, x.data(), n_tok, b.data(), pool);
+    EXPECT_EQ(a, b) << ggml_type_info(type).name << " n_tok " << n_tok;
+  }
+}
+
+}  // namespace
+}  // namespace snapkv
