@@ -15,6 +15,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
+#include "model_options.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -32,6 +33,7 @@ struct BenchOptions {
   int reps = 3;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 struct Sample {
@@ -42,7 +44,7 @@ struct Sample {
 // One measurement, run in the calling (child) process.
 Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tok = Tokenizer::from_gguf(*file);
   const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
   ThreadPool pool(o.threads);
@@ -124,6 +126,7 @@ Action add_bench(CLI::App& app) {
   c->add_option("--reps", o->reps, "measurements per configuration (median reported)")->capture_default_str();
   c->add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   add_kv_options(*c, o->kv);
+  add_model_flags(*c, o->model_flags);
   CLI::App* roofline = app.add_subcommand(
       "roofline", "this CPU's FLOP/s and bandwidth ceilings, and prefill and decode against their bounds");
   Action run_roofline = add_bench_roofline(*roofline);

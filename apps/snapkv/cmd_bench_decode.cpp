@@ -32,6 +32,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "model/model.h"
+#include "model_options.h"
 #include "svg_chart.h"
 #include "text_file.h"
 #include "util/error.h"
@@ -56,6 +57,7 @@ struct DecodeBenchOptions {
   std::string llama_python;  // empty: no llama.cpp contender
   std::string llama_script = "scripts/llama_bench.py";
   std::string out;
+  ModelFlags model_flags;
 };
 
 struct Contender {
@@ -72,7 +74,7 @@ struct Sample {
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   ThreadPool pool(o.threads);
   const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
   SessionOptions so;
@@ -178,8 +180,9 @@ int bench_decode(const DecodeBenchOptions& o) {
   double load[1] = {0};
   getloadavg(load, 1);
   std::string head = fmt::format(
-      "# bench decode: {}, {} threads, {} decoded steps per batch size, medians of {} (load average at start {:.2f})\n\n",
-      o.model, o.threads, o.n_decode, o.reps, load[0]);
+      "# bench decode: {}, {} threads, {} decoded steps per batch size, medians of {}, our decode activations {} "
+      "(load average at start {:.2f})\n\n",
+      o.model, o.threads, o.n_decode, o.reps, o.model_flags.decode_activations, load[0]);
   fmt::print("{}", head);
 
   const fs::path tokens_file = fs::temp_directory_path() / fmt::format("snapkv_bench_tokens_{}.txt", getpid());
@@ -271,7 +274,7 @@ int bench_decode(const DecodeBenchOptions& o) {
         [](const Sample& s) { return s.peak_rss / (1 << 20); });
   write_text_file(fs::path(o.out) / "bench_decode.md", head + md);
   write_text_file(fs::path(o.out) / "bench_decode.json",
-                  nlohmann::json{{"model", o.model}, {"threads", o.threads}, {"n_decode", o.n_decode},
+                  nlohmann::json{{"model", o.model}, {"threads", o.threads}, {"decode_activations", o.model_flags.decode_activations}, {"n_decode", o.n_decode},
                                  {"batches", o.batches}, {"load_average", load[0]}, {"runs", raw}}
                           .dump(1) +
                       "\n");
@@ -295,6 +298,7 @@ Action add_bench_decode(CLI::App& app) {
                  "Python with llama-cpp-python (e.g. tools/reference/.venv/bin/python): adds llama.cpp as a contender");
   app.add_option("--llama-script", o->llama_script, "the llama.cpp measurement script")->capture_default_str();
   app.add_option("--out", o->out, "directory for bench_decode.md/.json and SVG plots");
+  add_model_flags(app, o->model_flags);
   return [o] { return bench_decode(*o); };
 }
 

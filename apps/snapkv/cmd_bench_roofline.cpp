@@ -20,6 +20,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
+#include "model_options.h"
 #include "model/model.h"
 #include "ops/matmul.h"
 #include "ops/peak.h"
@@ -41,6 +42,7 @@ struct RooflineOptions {
   int long_prompt = 7680;
   double bandwidth_mib = 1024;
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 // The weights as the engine reads them.
@@ -124,7 +126,7 @@ int bench_roofline(const RooflineOptions& o) {
   SessionOptions full = pressed;
   full.press = PressConfig{};
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tok = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (o.long_prompt + o.n_decode * o.reps >= hp.n_ctx_train) {
@@ -213,6 +215,7 @@ Action add_bench_roofline(CLI::App& app) {
   app.add_option("--long", o->long_prompt, "prompt tokens of the long decode rows")->capture_default_str();
   app.add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read for the bandwidth")->capture_default_str();
   add_kv_options(app, o->kv);
+  add_model_flags(app, o->model_flags);
   return [o] { return bench_roofline(*o); };
 }
 

@@ -15,6 +15,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
+#include "model_options.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -32,6 +33,7 @@ struct ChatOptions {
   int ctx = 0;
   SamplingParams sampling;
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 int chat(const ChatOptions& o) {
@@ -42,7 +44,7 @@ int chat(const ChatOptions& o) {
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   const SessionOptions so = o.kv.session_options();
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const int n_ctx = o.ctx > 0 ? o.ctx : model->hparams().n_ctx_train;
   if (n_ctx > model->hparams().n_ctx_train) {
@@ -106,6 +108,7 @@ Action add_chat(CLI::App& app) {
   app.add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->capture_default_str();
   app.add_option("--seed", o->sampling.seed, "sampling seed")->capture_default_str();
   add_kv_options(app, o->kv);
+  add_model_flags(app, o->model_flags);
   return [o] { return chat(*o); };
 }
 

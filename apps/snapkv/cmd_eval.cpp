@@ -151,7 +151,7 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   size_t n_files = 0;
   const std::string text = read_paul_graham_essays(o.data, &n_files);
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {

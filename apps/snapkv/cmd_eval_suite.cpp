@@ -163,7 +163,7 @@ int run_suite_cmd(const SuiteOptions& o) {
   if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write {}.jsonl there (--out)", o.out, o.suite);
 
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   const ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));

@@ -15,6 +15,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
+#include "model_options.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -40,6 +41,7 @@ struct RunOptions {
   bool question_agnostic = false;
   SamplingParams sampling;
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 std::string read_text_file(const std::string& path) {
@@ -78,7 +80,7 @@ int run(const RunOptions& o) {
 
   Timer load_timer;
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   const int n_ctx = o.ctx > 0 ? o.ctx : hp.n_ctx_train;
@@ -179,6 +181,7 @@ Action add_run(CLI::App& app) {
   app.add_flag("--question-agnostic", o->question_agnostic,
                "compress the context before the question is prefilled (needs --question)");
   add_kv_options(app, o->kv);
+  add_model_flags(app, o->model_flags);
   app.add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->capture_default_str();
   app.add_option("--top-k", o->sampling.top_k, "top-k (0 = off)")->capture_default_str();
   app.add_option("--top-p", o->sampling.top_p, "top-p (1 = off)")->capture_default_str();

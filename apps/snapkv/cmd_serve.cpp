@@ -12,6 +12,7 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
+#include "model_options.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "util/error.h"
@@ -30,6 +31,7 @@ struct ServeOptions {
   SchedulerOptions sched;
   server::ServerOptions http;
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 int serve(ServeOptions& o) {
@@ -53,7 +55,7 @@ int serve(ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   const auto file = GgufFile::open(o.model);
-  const auto model = load_model(*file);
+  const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (o.sched.n_ctx > hp.n_ctx_train) {
@@ -108,6 +110,7 @@ Action add_serve(CLI::App& app) {
   app.add_option("--max-body", o->max_body, "largest request body (then 413)")->capture_default_str();
   app.add_option("--chat-template", o->chat_template, "chatml | llama3 | mistral | gemma (default: from the model)");
   add_kv_options(app, o->kv);
+  add_model_flags(app, o->model_flags);
   return [o] { return serve(*o); };
 }
 

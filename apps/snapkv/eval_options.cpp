@@ -21,6 +21,7 @@ void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_
   app.add_option("--out", o.out, out_help);
   app.add_option("-t,--threads", o.threads, "threads")->capture_default_str();
   add_kv_options(app, o.kv);
+  add_model_flags(app, o.model_flags);
   for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
     app.remove_option(app.get_option(name));
   }

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "kv_options.h"
+#include "model_options.h"
 
 namespace snapkv::cli {
 
@@ -22,6 +23,7 @@ struct EvalOptions {
   std::string out;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   KvOptions kv;
+  ModelFlags model_flags;
 };
 
 void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_help, const std::string& out_help);

@@ -57,7 +57,7 @@ struct Layer {
 
 class Llama final : public Model {
  public:
-  explicit Llama(const GgufFile& f);
+  Llama(const GgufFile& f, const ModelOptions& options);
   size_t weight_bytes() const override { return weight_bytes_; }
   std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              KvStore& kv, LogitsMode mode, std::vector<float>& logits,
@@ -158,7 +158,8 @@ std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name
   return out;
 }
 
-Llama::Llama(const GgufFile& f) {
+Llama::Llama(const GgufFile& f, const ModelOptions& options) {
+  opts_ = options;
   ModelHparams& h = hp_;
   h.arch = std::string(f.get_string("general.architecture"));
   h.name = std::string(f.get_string("general.name", h.arch));
@@ -244,7 +245,7 @@ void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, S
     rms_norm(x + t0 * h.n_embd, L.attn_norm.data(), hn + t0 * h.n_embd, t1 - t0, h.n_embd, h.rms_eps);
   });
   const MatmulJob qkv[] = {{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}};
-  matmul_many(qkv, hn, n, pool);
+  matmul_many(qkv, hn, n, pool, opts_.decode_activations);
   if (!L.bq.empty()) add_bias(s.q.data(), L.bq.data(), n, nq);
   if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
@@ -259,18 +260,18 @@ void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& po
   const Layer& L = layers_[il];
   const int64_t e = h.n_embd;
   float* hn = s.hn.data();
-  matmul(L.wo, s.o.data(), n, hn, pool);
+  matmul(L.wo, s.o.data(), n, hn, pool, opts_.decode_activations);
   add_inplace(x, hn, n * e);
 
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     rms_norm(x + t0 * e, L.ffn_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
   });
   const MatmulJob gate_up[] = {{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}};
-  matmul_many(gate_up, hn, n, pool);
+  matmul_many(gate_up, hn, n, pool, opts_.decode_activations);
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     silu_mul_inplace(s.gate.data() + t0 * h.n_ff, s.up.data() + t0 * h.n_ff, (t1 - t0) * h.n_ff);
   });
-  matmul(L.w_down, s.gate.data(), n, hn, pool);
+  matmul(L.w_down, s.gate.data(), n, hn, pool, opts_.decode_activations);
   add_inplace(x, hn, n * e);
 }
 
@@ -289,7 +290,7 @@ void Llama::output_logits(const float* x, int64_t n, std::vector<float>& logits,
   AlignedVector<float> hn(n * h.n_embd);
   rms_norm(x, output_norm_.data(), hn.data(), n, h.n_embd, h.rms_eps);
   logits.resize(n * h.n_vocab);
-  matmul(output_, hn.data(), n, logits.data(), pool);
+  matmul(output_, hn.data(), n, logits.data(), pool, opts_.decode_activations);
 }
 
 std::unique_ptr<ForwardPass> Llama::begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
@@ -341,6 +342,8 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
 
 }  // namespace
 
-std::unique_ptr<Model> make_llama(const GgufFile& file) { return std::make_unique<Llama>(file); }
+std::unique_ptr<Model> make_llama(const GgufFile& file, const ModelOptions& options) {
+  return std::make_unique<Llama>(file, options);
+}
 
 }  // namespace snapkv

@@ -9,6 +9,7 @@
 
 #include "io/gguf.h"
 #include "model/kv_store.h"
+#include "ops/matmul.h"
 #include "ops/rope.h"
 #include "util/thread_pool.h"
 
@@ -30,6 +31,14 @@ struct ModelHparams {
 };
 
 enum class LogitsMode { kNone, kLast, kAll };
+
+// Choices made when a model is loaded.
+struct ModelOptions {
+  // kQ8: decode steps multiply Q4_0, Q4_1 and Q8_0 weights by activations rounded to 8 bits, as
+  // llama.cpp does (faster where the f32 kernel is limited by arithmetic, less exact; matmul.h).
+  // Prefill keeps f32.
+  MatmulActivations decode_activations = MatmulActivations::kF32;
+};
 
 // Watches a forward call layer by layer (KV compression, progress). Prefill is layer-major, so
 // when layer_done(il) is called, layer il's keys and values of every token are in the KV store.
@@ -68,6 +77,7 @@ class Model {
  public:
   virtual ~Model() = default;
   const ModelHparams& hparams() const { return hp_; }
+  const ModelOptions& options() const { return opts_; }
   // Bytes of weight data viewed from the file (not copied).
   virtual size_t weight_bytes() const = 0;
 
@@ -95,9 +105,10 @@ class Model {
 
  protected:
   ModelHparams hp_;
+  ModelOptions opts_;
 };
 
 // Builds the model for general.architecture, or Error(kUnsupported) naming the architecture.
-std::unique_ptr<Model> load_model(const GgufFile& file);
+std::unique_ptr<Model> load_model(const GgufFile& file, const ModelOptions& options = {});
 
 }  // namespace snapkv

@@ -88,6 +88,32 @@ TEST(ReferenceGreedy, ContinuationsMatchLlamaCppAndTransformers) {
   EXPECT_GE(identical, 5);
 }
 
+TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
+  // With 8-bit activations in decode (ModelOptions::decode_activations = kQ8) our arithmetic is
+  // llama.cpp's kind, not transformers': a continuation may part from llama.cpp only where
+  // llama.cpp was at a near-tie.
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  const auto model = load_model(*test::reference_model().file, ModelOptions{MatmulActivations::kQ8});
+  ThreadPool pool(2);
+  int identical = 0;
+  for (const json& c : fx["cases"]) {
+    const std::string name = c["name"].get<std::string>();
+    const auto llama = c["generated_ids"].get<std::vector<int32_t>>();
+    const auto llama_margins = c["margins"].get<std::vector<float>>();
+    const Path ours = greedy(*model, c["prompt_ids"].get<std::vector<int32_t>>(), llama.size(), pool);
+    const size_t k = first_difference(ours.ids, llama);
+    if (k == llama.size()) {
+      ++identical;
+      continue;
+    }
+    std::printf("case %s (q8): parted from llama.cpp at step %zu of %zu (llama.cpp margin %.4f, ours %.4f)\n",
+                name.c_str(), k, llama.size(), llama_margins[k], ours.margins[k]);
+    EXPECT_LT(llama_margins[k], kNearTie) << name << ": llama.cpp was sure at step " << k;
+  }
+  std::printf("%d of %zu greedy continuations with q8 decode identical to llama.cpp\n", identical, fx["cases"].size());
+  EXPECT_GE(identical, 4);  // 5 measured (the AVX2 and VNNI kernels give the same bits)
+}
+
 TEST(ReferenceGreedy, PerplexityWithinOnePercentOfLlamaCpp) {
   const json ppl_fx = test::load_fixture("perplexity.json");
   const double ppl = test::perplexity(test::essay_logits(), test::reference_model().model->hparams().n_vocab);

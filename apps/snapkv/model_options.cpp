@@ -1,0 +1,22 @@
+#include "model_options.h"
+
+#include "util/error.h"
+
+namespace snapkv::cli {
+
+void add_model_flags(CLI::App& app, ModelFlags& o) {
+  app.add_option("--decode-activations", o.decode_activations,
+                 "what decode multiplies Q4_0/Q4_1/Q8_0 weights by: f32 (as transformers; exact) | q8 (rounded to "
+                 "8 bits as llama.cpp does; faster where the f32 kernel is compute-bound, as on Zen 4; prefill stays f32)")
+      ->capture_default_str();
+}
+
+ModelOptions ModelFlags::model_options() const {
+  ModelOptions m;
+  if (decode_activations == "f32") m.decode_activations = MatmulActivations::kF32;
+  else if (decode_activations == "q8") m.decode_activations = MatmulActivations::kQ8;
+  else fail(ErrorKind::kInvalidArgument, "--decode-activations must be f32 or q8, got '{}'", decode_activations);
+  return m;
+}
+
+}  // namespace snapkv::cli
