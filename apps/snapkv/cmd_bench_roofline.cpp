@@ -20,9 +20,10 @@
 #include "io/gguf.h"
 #include "io/tokenizer.h"
 #include "kv_options.h"
-#include "model_options.h"
 #include "model/model.h"
+#include "model_options.h"
 #include "ops/matmul.h"
+#include "ops/matvec_q8.h"
 #include "ops/peak.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -154,8 +155,11 @@ int bench_roofline(const RooflineOptions& o) {
   }
   hwy::SetSupportedTargetsForTest(0);
   const double bandwidth = read_bandwidth(pool, static_cast<size_t>(o.bandwidth_mib * (1 << 20)), o.reps);
-  fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n\n",
+  fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n",
              matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib);
+  fmt::print("Decode activations: {}.\n\n", o.model_flags.decode_activations == "q8"
+                                                  ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_kernels_supported().back()))
+                                                  : std::string("f32"));
 
   // Prefill of a whole prompt: matmuls plus attention (QK^T and PV over the causal half).
   const std::vector<int32_t> long_ids = essay_tokens(o.data, *tok, o.long_prompt);

@@ -4,11 +4,11 @@
 #include "ops/matvec_q8_x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "hwy/targets.h"
 #include "ops/matvec_q8_block.h"
 
 namespace snapkv {
@@ -48,11 +48,23 @@ namespace q8_vnni {
 #pragma GCC pop_options
 #endif
 
-// Highway's AVX2 target means AVX2, FMA, F16C and BMI2, and its AVX3 target AVX-512 F, VL, DQ and
-// BW, each with the operating system saving the registers.
-bool q8_x86_has_avx2() { return (hwy::SupportedTargets() & HWY_AVX2) != 0; }
+// Read once: a CPUID instruction in a virtual machine traps to the hypervisor, and these are asked
+// on every decode matvec. (__builtin_cpu_supports checks that the OS saves the AVX and AVX-512
+// registers; clang 14's does not know F16C, so that bit comes from CPUID leaf 1.)
+bool q8_x86_has_avx2() {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
 
-bool q8_x86_has_vnni() { return (hwy::SupportedTargets() & HWY_AVX3) != 0 && __builtin_cpu_supports("avx512vnni"); }
+bool q8_x86_has_vnni() {
+  static const bool has = q8_x86_has_avx2() && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  return has;
+}
 
 void q8_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
   if (vnni) {
