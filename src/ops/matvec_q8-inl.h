@@ -1,6 +1,6 @@
 // The x86 kernels of matvec_q8.h. Included twice by matvec_q8_x86.cpp, each time inside a
 // compiler target region and its own namespace: with SNAPKV_Q8_VNNI 1 (AVX-512 VNNI on 256-bit
-// vectors) and 0 (AVX2). No include guard, on purpose. Everything here is static, and the
+// vectors) and 0 (AVX2). No include guard, on purpose. Everything but Rows is static, and the
 // headers it needs are included before the regions, so nothing compiled for one instruction set
 // is shared with code that runs on a CPU without it.
 
@@ -107,8 +107,8 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   }
 }
 
-// Q8_0 block b times token t0 + t's activations, added to acc: the sign of each weight moves onto
-// its activation, so that vpmaddubsw / vpdpbusd multiply |w| (unsigned) by sign(w) x (signed).
+// A Q8_0 block times the activations of token block tb, added to acc: the sign of each weight
+// moves onto its activation, so that vpmaddubsw / vpdpbusd multiply |w| (unsigned) by sign(w) x.
 static inline __m256 Q8Block(const uint8_t* blk, const Q8Activations& x, int64_t tb, __m256 acc) {
   const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
   const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q.data() + tb * kQ8Block));
