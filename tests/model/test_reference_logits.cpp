@@ -64,10 +64,10 @@ TEST(ReferenceLogits, AgreesWithTransformers) {
 TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
   // Teacher-forced decode steps with 8-bit activations (ModelOptions::decode_activations = kQ8)
   // over the first 400 positions of the essay, measured as llama.cpp does the same (it rounds
-  // activations to 8 bits too). llama-cpp-python 0.3.36, same GGUF, one token per eval, top-5
-  // logits against this fixture: |logit diff| mean 0.132, p99 0.508, max 0.82; top-1 386/400
-  // (measured on 2026-11-24; our q8 path: 0.137, 0.485, 1.05, 380/400). The bounds below leave
-  // about 50 % on llama.cpp's figures.
+  // activations to 8 bits too; tools/reference/measure_llamacpp_decode_logits.py): llama-cpp-python
+  // 0.3.36, same GGUF, one token per eval, top-5 logits against this fixture: |logit diff| mean
+  // 0.132, p99 0.508, max 0.82; top-1 386/400 (measured on 2026-11-24; our q8 path: 0.137, 0.485,
+  // 1.05, 380/400). The bounds below leave about 50 % on llama.cpp's figures.
   const json fx = test::load_fixture("logits_transformers.json");
   const json& pos = fx["positions"];
   const std::vector<int32_t>& ids = test::essay_logits().ids;
