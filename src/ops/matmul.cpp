@@ -9,6 +9,7 @@
 
 #include "ops/dequant.h"
 #include "ops/matvec_q8.h"
+#include "ops/row_prefetch.h"
 #include "ops/row_split.h"
 #include "util/error.h"
 
@@ -113,16 +114,6 @@ struct DotSink {
   }
 };
 
-// Decode streams the weights once per token, from DRAM for any model that does not fit in the
-// cache, and on some CPUs (seen on a 2-vCPU Xeon VM) the hardware prefetcher does not keep up
-// with rows this short: the matvec ran 3x slower out of memory than from cache. So each row
-// prefetches the bytes kPrefetchBytes ahead of it, up to the end of the thread's rows.
-inline constexpr size_t kPrefetchBytes = 4096;
-
-HWY_INLINE void PrefetchBytes(const uint8_t* base, size_t from, size_t to) {
-  for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(base + b);
-}
-
 // y[t * ldy + r] = dot(W[r], x[t * ldx]) for t < T and r in [r0, r1).
 template <class D, int T>
 HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, float* y,
@@ -132,11 +123,10 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
   const int64_t k_tail = n_gran * D::kGranule;  // float types only: a partial last granule
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
-  PrefetchBytes(first, 0, std::min(total, kPrefetchBytes));
+  prefetch_rows_start(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    const size_t ahead = static_cast<size_t>(r - r0) * w.row_bytes + kPrefetchBytes;
-    if (ahead < total) PrefetchBytes(first, ahead, std::min(total, ahead + w.row_bytes));
+    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     // Alternate granules go to two sinks: on AVX-512 a 32-weight granule is only two vectors,
     // and one sink's two FMA chains would wait on the multiply-add latency.
     DotSink<T> even, odd;

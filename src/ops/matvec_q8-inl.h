@@ -50,14 +50,6 @@ static inline __m256 PairScales(const uint8_t* a, const uint8_t* b, __m256* m) {
   return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2));
 }
 
-// The hardware prefetcher does not always keep up with rows this short (see kPrefetchBytes in
-// matmul.cpp): each row asks for the bytes 4 KiB ahead, up to the end of the thread's rows.
-static inline void PrefetchAhead(const uint8_t* first, size_t done, size_t row_bytes, size_t total) {
-  const size_t from = done + 4096;
-  const size_t to = from + row_bytes < total ? from + row_bytes : total;
-  for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(first + b);
-}
-
 // Q4_0 (kStoredMin false) and Q4_1 rows [r0, r1) for tokens t0 .. t0 + T, two blocks at a time:
 // the 32 code bytes of two blocks split into low and high nibbles are each multiplied by the
 // matching 16 + 16 activations.
@@ -70,9 +62,10 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
+  prefetch_rows_start(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    PrefetchAhead(first, static_cast<size_t>(row - first), w.row_bytes, total);
+    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     __m256 acc[T], off[T];
     for (int t = 0; t < T; ++t) acc[t] = off[t] = _mm256_setzero_ps();
     int64_t b = 0;
@@ -123,9 +116,10 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const int64_t nb = w.n_in / kQ8Block;
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
+  prefetch_rows_start(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    PrefetchAhead(first, static_cast<size_t>(row - first), w.row_bytes, total);
+    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     __m256 even[T], odd[T];
     for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
     int64_t b = 0;

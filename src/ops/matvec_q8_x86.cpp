@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ops/matvec_q8_block.h"
+#include "ops/row_prefetch.h"
 
 namespace snapkv {
 
