@@ -73,7 +73,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok),
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(act == MatmulActivations::kQ8 ? q8_kernel_name(q8_kernels_supported().back()) : matmul_simd_target());
+  state.SetLabel(act == MatmulActivations::kQ8 ? q8_kernel_name(q8_best_kernel()) : matmul_simd_target());
 }
 
 int register_all() {

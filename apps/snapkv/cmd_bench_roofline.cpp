@@ -158,7 +158,7 @@ int bench_roofline(const RooflineOptions& o) {
   fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n",
              matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib);
   fmt::print("Decode activations: {}.\n\n", o.model_flags.decode_activations == "q8"
-                                                  ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_kernels_supported().back()))
+                                                  ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel()))
                                                   : std::string("f32"));
 
   // Prefill of a whole prompt: matmuls plus attention (QK^T and PV over the causal half).

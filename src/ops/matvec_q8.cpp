@@ -84,6 +84,10 @@ const char* q8_kernel_name(Q8Kernel k) {
   }
 }
 
+Q8Kernel q8_best_kernel() {
+  return q8_x86_has_vnni() ? Q8Kernel::kAvx512Vnni : q8_x86_has_avx2() ? Q8Kernel::kAvx2 : Q8Kernel::kScalar;
+}
+
 std::vector<Q8Kernel> q8_kernels_supported() {
   std::vector<Q8Kernel> ks{Q8Kernel::kScalar};
   if (q8_x86_has_avx2()) ks.push_back(Q8Kernel::kAvx2);
@@ -142,7 +146,7 @@ void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_t
   thread_local Q8Activations buffer;
   Q8Activations& xq = buffer;
   quantize_q8(x, jobs[0].w->n_in, n_tok, xq);
-  const Q8Kernel kernel = q8_x86_has_vnni() ? Q8Kernel::kAvx512Vnni : q8_x86_has_avx2() ? Q8Kernel::kAvx2 : Q8Kernel::kScalar;
+  const Q8Kernel kernel = q8_best_kernel();
   int64_t work = 0;
   for (const MatmulJob& j : jobs) {
     check_shapes(*j.w, xq, "matvec_q8_many");

@@ -50,8 +50,10 @@ bool q8_supports(GgmlType type);
 // The kernels; each gives the same results up to float rounding.
 enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
 const char* q8_kernel_name(Q8Kernel k);
-// The kernels this CPU runs, slowest first: the last one is the one matvec_q8_many uses.
+// The kernels this CPU runs, slowest first (for the tests), and the fastest, which
+// matvec_q8_many uses.
 std::vector<Q8Kernel> q8_kernels_supported();
+Q8Kernel q8_best_kernel();
 
 // y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
 // y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in.
