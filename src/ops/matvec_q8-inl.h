@@ -1,8 +1,8 @@
 // The x86 kernels of matvec_q8.h. Included twice by matvec_q8_x86.cpp, each time inside a
 // compiler target region and its own namespace: with SNAPKV_Q8_VNNI 1 (AVX-512 VNNI on 256-bit
-// vectors) and 0 (AVX2). No include guard, on purpose. Everything but Rows is static, and the
-// headers it needs are included before the regions, so nothing compiled for one instruction set
-// is shared with code that runs on a CPU without it.
+// vectors) and 0 (AVX2). No include guard, on purpose. Everything but Rows and QuantizeBlocks (in
+// the AVX2 pass only) is static, and the headers it needs are included before the regions, so
+// nothing compiled for one instruction set is shared with code that runs on a CPU without it.
 
 // Per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
 static inline __m256i Dot(__m256i a, __m256i b) {
@@ -145,6 +145,54 @@ static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
     default: return Q8Rows<T>(w, x, t0, y, r0, r1);
   }
 }
+
+#if !SNAPKV_Q8_VNNI  // one copy is enough: AVX-512 would not make it faster
+// quantize_blocks of matvec_q8.cpp, 8 floats at a time, with the same results: the same largest
+// magnitude (a NaN skipped by max as by the scalar comparison), scale, clamp and rounding (toward
+// zero, then a fraction of 0.5 or more away from it) and exact integer sums.
+void QuantizeBlocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, float* sum4) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    int finite = 0xFF;
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + b * kQ8Block + 8 * k);
+      const __m256 a = _mm256_and_ps(v[k], abs_mask);
+      amax = _mm256_max_ps(a, amax);  // the second operand where either is NaN
+      finite &= _mm256_movemask_ps(_mm256_cmp_ps(a, largest, _CMP_LE_OQ));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = finite == 0xFF ? _mm_cvtss_f32(m) / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    const float id = d >= std::numeric_limits<float>::min() ? 1.0f / d : 0.0f;
+    __m256i codes[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256 scaled = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), _mm256_set1_ps(-127.0f)),
+                                          _mm256_set1_ps(127.0f));
+      const __m256i i = _mm256_cvttps_epi32(scaled);
+      const __m256 frac = _mm256_sub_ps(scaled, _mm256_cvtepi32_ps(i));
+      // A true comparison is -1: subtracting it adds 1.
+      const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+      const __m256i down = _mm256_castps_si256(_mm256_cmp_ps(frac, _mm256_set1_ps(-0.5f), _CMP_LE_OQ));
+      codes[k] = id == 0.0f ? _mm256_setzero_si256() : _mm256_add_epi32(_mm256_sub_epi32(i, up), down);
+    }
+    __m256i total = _mm256_add_epi32(_mm256_add_epi32(codes[0], codes[1]), _mm256_add_epi32(codes[2], codes[3]));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    const int32_t code_sum = _mm_cvtsi128_si32(t);
+    // Saturating packs interleave the 128-bit halves; the permutation puts the bytes back in order.
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(codes[0], codes[1]), _mm256_packs_epi32(codes[2], codes[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQ8Block),
+                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    _mm_storeu_ps(d4 + b * 4, _mm_set1_ps(d));
+    _mm_storeu_ps(sum4 + b * 4, _mm_set1_ps(d * static_cast<float>(code_sum) * 0.25f));
+  }
+}
+#endif
 
 // Up to 4 tokens per pass over the rows, so each weight block is decoded once for all of them.
 void Rows(const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {

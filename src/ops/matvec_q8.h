@@ -39,14 +39,6 @@ struct Q8Activations {
   std::vector<float> sum4;   // [n_tok][n_in / 32][4]: a quarter of d * (sum of the block's q)
 };
 
-// Rounds x ([n_tok][n_in] f32) into out, reusing its storage. A block whose largest magnitude is
-// not finite gets a non-finite scale, so its products come out non-finite as in f32. Throws
-// Error(kInvalidArgument) when n_in is not a positive multiple of 32 or n_tok is negative.
-void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out);
-
-// Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
-bool q8_supports(GgmlType type);
-
 // The kernels; each gives the same results up to float rounding.
 enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
 const char* q8_kernel_name(Q8Kernel k);
@@ -54,6 +46,16 @@ const char* q8_kernel_name(Q8Kernel k);
 // matvec_q8_many uses.
 std::vector<Q8Kernel> q8_kernels_supported();
 Q8Kernel q8_best_kernel();
+
+// Rounds x ([n_tok][n_in] f32) into out, reusing its storage; with any kernel but kScalar (one
+// this CPU runs) in AVX2, with the same results. A block with a value that is not finite gets a
+// NaN scale and all-zero codes, so its products come out NaN. Throws Error(kInvalidArgument) when
+// n_in is not a positive multiple of 32 or n_tok is negative.
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out,
+                 Q8Kernel kernel = q8_best_kernel());
+
+// Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
+bool q8_supports(GgmlType type);
 
 // y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
 // y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in.

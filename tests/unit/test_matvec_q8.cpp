@@ -30,44 +30,94 @@ TEST(QuantizeQ8, RoundsEachBlockToItsScale) {
   std::vector<float> x = random_floats(3 * 64, rng);
   for (int i = 32; i < 64; ++i) x[i] *= 1000.0f;  // block 1: large values
   for (int i = 64; i < 96; ++i) x[i] = 0.0f;      // block 2: all zero
-  Q8Activations q;
-  quantize_q8(x.data(), 64, 3, q);
-  ASSERT_EQ(q.q.size(), x.size());
-  ASSERT_EQ(q.d4.size(), 6u * 4);
-  for (int b = 0; b < 6; ++b) {
-    float amax = 0.0f;
-    int code_sum = 0;
-    for (int i = 0; i < 32; ++i) {
-      amax = std::max(amax, std::fabs(x[b * 32 + i]));
-      code_sum += q.q[b * 32 + i];
+  for (Q8Kernel k : q8_kernels_supported()) {
+    SCOPED_TRACE(q8_kernel_name(k));
+    Q8Activations q;
+    quantize_q8(x.data(), 64, 3, q, k);
+    ASSERT_EQ(q.q.size(), x.size());
+    ASSERT_EQ(q.d4.size(), 6u * 4);
+    for (int b = 0; b < 6; ++b) {
+      float amax = 0.0f;
+      int code_sum = 0;
+      for (int i = 0; i < 32; ++i) {
+        amax = std::max(amax, std::fabs(x[b * 32 + i]));
+        code_sum += q.q[b * 32 + i];
+      }
+      const float d = amax / 127.0f;
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_EQ(q.d4[b * 4 + j], d) << "block " << b;
+        EXPECT_FLOAT_EQ(q.sum4[b * 4 + j] * 4, d * static_cast<float>(code_sum)) << "block " << b;
+      }
+      int largest = 0;
+      for (int i = 0; i < 32; ++i) {
+        const int8_t v = q.q[b * 32 + i];
+        largest = std::max(largest, std::abs(static_cast<int>(v)));
+        EXPECT_LE(std::fabs(x[b * 32 + i] - d * v), d * 0.5f * (1 + 1e-5f)) << "block " << b << " element " << i;
+      }
+      EXPECT_EQ(largest, amax > 0 ? 127 : 0) << "block " << b;
     }
-    const float d = amax / 127.0f;
-    for (int k = 0; k < 4; ++k) {
-      EXPECT_EQ(q.d4[b * 4 + k], d) << "block " << b;
-      EXPECT_FLOAT_EQ(q.sum4[b * 4 + k] * 4, d * static_cast<float>(code_sum)) << "block " << b;
-    }
-    int largest = 0;
-    for (int i = 0; i < 32; ++i) {
-      const int8_t v = q.q[b * 32 + i];
-      largest = std::max(largest, std::abs(static_cast<int>(v)));
-      EXPECT_LE(std::fabs(x[b * 32 + i] - d * v), d * 0.5f * (1 + 1e-5f)) << "block " << b << " element " << i;
-    }
-    EXPECT_EQ(largest, amax > 0 ? 127 : 0) << "block " << b;
   }
 }
 
-TEST(QuantizeQ8, NonFiniteBlocksGiveNonFiniteScalesAndErrorsAreClear) {
-  std::vector<float> x(64, 0.5f);
+TEST(QuantizeQ8, HalvesRoundAwayFromZero) {
+  // 127 sets d = 1 exactly, so each value is its own code before rounding.
+  std::vector<float> x = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 0.49999997f, -0.49999997f, 126.5f, -126.5f, 3.25f, -3.75f};
+  x.resize(32, 1.5f);
+  const std::vector<int> want = {127, 3, -3, 1, -1, 0, 0, 127, -127, 3, -4};
+  for (Q8Kernel k : q8_kernels_supported()) {
+    Q8Activations q;
+    quantize_q8(x.data(), 32, 1, q, k);
+    ASSERT_EQ(q.d4[0], 1.0f) << q8_kernel_name(k);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(q.q[i], want[i]) << q8_kernel_name(k) << " element " << i;
+    EXPECT_EQ(q.q[31], 2) << q8_kernel_name(k);
+  }
+}
+
+// The AVX2 rounding gives the scalar loop's codes, scales and sums bit for bit, over blocks of
+// every size from tiny to huge, with ties, zeros and negative zeros.
+TEST(QuantizeQ8, EveryKernelMatchesTheScalarLoop) {
+  std::mt19937 rng(11);
+  const int64_t n_in = 256, n_tok = 40;
+  std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+  std::uniform_int_distribution<int> exponent(-140, 120), code(-254, 254);
+  for (int64_t b = 0; b < n_in * n_tok / 32; ++b) {
+    const float scale = std::ldexp(1.0f, exponent(rng));
+    for (int i = 0; i < 32; ++i) {
+      float& v = x[static_cast<size_t>(b * 32 + i)];
+      v = b % 3 == 0 ? v * scale : b % 3 == 1 ? static_cast<float>(code(rng)) * 0.5f : (i % 2 ? 0.0f : -0.0f);
+    }
+    if (b % 3 == 1) x[static_cast<size_t>(b * 32)] = 127.0f;  // d = 1: the halves are ties
+  }
+  Q8Activations want;
+  quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar);
+  for (Q8Kernel k : q8_kernels_supported()) {
+    Q8Activations got;
+    quantize_q8(x.data(), n_in, n_tok, got, k);
+    EXPECT_EQ(got.q, want.q) << q8_kernel_name(k);
+    EXPECT_EQ(got.q_pairs, want.q_pairs) << q8_kernel_name(k);
+    EXPECT_EQ(got.d4, want.d4) << q8_kernel_name(k);
+    EXPECT_EQ(got.sum4, want.sum4) << q8_kernel_name(k);
+  }
+}
+
+TEST(QuantizeQ8, NonFiniteBlocksGiveNaNScalesAndErrorsAreClear) {
+  std::vector<float> x(96, 0.5f);
   x[3] = std::numeric_limits<float>::quiet_NaN();
   x[40] = std::numeric_limits<float>::infinity();
-  Q8Activations q;
-  quantize_q8(x.data(), 32, 2, q);
-  EXPECT_TRUE(std::isnan(q.d4[0]));
-  EXPECT_FALSE(std::isfinite(q.d4[4]));
-  for (int8_t v : q.q) EXPECT_EQ(v, 0);
-  EXPECT_THROW(quantize_q8(x.data(), 33, 1, q), Error);
-  EXPECT_THROW(quantize_q8(x.data(), 0, 1, q), Error);
-  EXPECT_THROW(quantize_q8(x.data(), 32, -1, q), Error);
+  for (int i = 64; i < 96; ++i) x[i] = 3e38f;  // finite, though their sum is not
+  for (Q8Kernel k : q8_kernels_supported()) {
+    SCOPED_TRACE(q8_kernel_name(k));
+    Q8Activations q;
+    quantize_q8(x.data(), 32, 3, q, k);
+    EXPECT_TRUE(std::isnan(q.d4[0]));
+    EXPECT_TRUE(std::isnan(q.d4[4]));
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(q.q[i], 0);
+    EXPECT_EQ(q.d4[8], 3e38f / 127.0f);
+    for (int i = 64; i < 96; ++i) EXPECT_EQ(q.q[i], 127);
+    EXPECT_THROW(quantize_q8(x.data(), 33, 1, q, k), Error);
+    EXPECT_THROW(quantize_q8(x.data(), 0, 1, q, k), Error);
+    EXPECT_THROW(quantize_q8(x.data(), 32, -1, q, k), Error);
+  }
 }
 
 // Sum over blocks of |d_w d_x dot| + |m sum|: the size of the terms a kernel adds up, which
