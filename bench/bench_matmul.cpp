@@ -4,11 +4,13 @@
 // Counters: weight_B/s = bytes of weights streamed per second, FLOP/s = 2 * n_in * n_out * n_tok
 // per second. K-quants need n_in to be a multiple of 256, so their "576" inputs use 768.
 // MatmulQ8/... is the decode path with activations rounded to 8 bits (MatmulActivations::kQ8), for
-// the types that have it.
+// the types that have it. Matmul[Q8]FromMemory/... is a decode matvec of the default model's types
+// and shapes with its weights read from memory rather than the cache, as in a decode step.
 //
 //   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -56,20 +58,28 @@ std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
   return m;
 }
 
-void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, MatmulActivations act) {
+// from_memory: each iteration multiplies the next of enough copies of the matrix (256 MiB in all,
+// in huge pages as the model's weights) that its weights come from memory, not from the cache.
+void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, MatmulActivations act,
+               bool from_memory) {
   const int64_t n_tok = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  const std::vector<uint8_t> data = bench_weights(type, n_in, n_out);
-  const WeightMatrix w = make_weight_matrix(type, data.data(), n_in, n_out);
+  const std::vector<uint8_t> one = bench_weights(type, n_in, n_out);
+  const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
+  AlignedVector<uint8_t> data(one.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
   const AlignedVector<float> x(static_cast<size_t>(n_tok * n_in), 0.5f);  // as the engine's activations
   std::vector<float> y(static_cast<size_t>(n_tok * n_out));
   ThreadPool pool(threads);
+  size_t c = 0;
   for (auto _ : state) {
+    const WeightMatrix w = make_weight_matrix(type, data.data() + c * one.size(), n_in, n_out);
     matmul(w, x.data(), n_tok, y.data(), pool, act);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
+    c = (c + 1) % copies;
   }
-  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(data.size()),
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(one.size()),
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok),
                                                 benchmark::Counter::kIsIterationInvariantRate);
@@ -88,16 +98,31 @@ int register_all() {
       const int64_t n_out = shape[1];
       const std::string name = "Matmul/" + std::string(ggml_type_info(type).name) + "/" +
                                std::to_string(n_in) + "x" + std::to_string(n_out);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out, MatmulActivations::kF32)
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out, MatmulActivations::kF32, false)
           ->ArgNames({"n_tok", "threads"})
           ->ArgsProduct({{1, 4, 512}, {1, 2}})
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       if (q8_supports(type)) {
         benchmark::RegisterBenchmark(("MatmulQ8" + name.substr(6)).c_str(), BM_Matmul, type, n_in, n_out,
-                                     MatmulActivations::kQ8)
+                                     MatmulActivations::kQ8, false)
             ->ArgNames({"n_tok", "threads"})
             ->ArgsProduct({{1, 4}, {1, 2}})
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  // From memory: the default model's types and shapes, one token.
+  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q8_0}) {
+    for (const auto& shape : shapes) {
+      for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8}) {
+        const std::string name = std::string(act == MatmulActivations::kQ8 ? "MatmulQ8" : "Matmul") + "FromMemory/" +
+                                 std::string(ggml_type_info(type).name) + "/" + std::to_string(shape[0]) + "x" +
+                                 std::to_string(shape[1]);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], act, true)
+            ->ArgNames({"n_tok", "threads"})
+            ->ArgsProduct({{1}, {1, 2}})
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
