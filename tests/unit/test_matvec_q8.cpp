@@ -90,7 +90,10 @@ TEST(QuantizeQ8, EveryKernelMatchesTheScalarLoop) {
   }
   Q8Activations want;
   quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar);
-  for (Q8Kernel k : q8_kernels_supported()) {
+  const std::vector<Q8Kernel> kernels = q8_kernels_supported();
+  if (kernels.size() == 1) GTEST_SKIP() << "this CPU runs only the scalar loop";
+  for (Q8Kernel k : kernels) {
+    if (k == Q8Kernel::kScalar) continue;
     Q8Activations got;
     quantize_q8(x.data(), n_in, n_tok, got, k);
     EXPECT_EQ(got.q, want.q) << q8_kernel_name(k);
