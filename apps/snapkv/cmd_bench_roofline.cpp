@@ -4,11 +4,15 @@
 //     their FLOPs / that target's peak;
 //   prefill: a whole prompt (attention included) against its FLOPs / peak;
 //   decode: ms per token against (weight bytes + KV bytes read per token) / bandwidth, after a
-//     short prompt, and after a long one with the full cache and with a press.
+//     short prompt, and after a long one with the full cache and with a press; with
+//     --versus-activations, also with the other decode activations, the two taking turns token by
+//     token (on a machine whose speed drifts by tens of percent between runs, as the VMs here do,
+//     only such pairs compare the two).
 // Times are medians of --reps runs; the ceilings are the best of theirs.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -44,6 +48,7 @@ struct RooflineOptions {
   double bandwidth_mib = 1024;
   KvOptions kv;
   ModelFlags model_flags;
+  std::string versus_activations;  // empty: decode with model_flags' activations only
 };
 
 // The weights as the engine reads them.
@@ -95,23 +100,33 @@ struct Decoded {
   double kv_bytes = 0;  // held after the prompt (what each decode step reads)
 };
 
-// Prefills the prompt once, then decodes reps runs of n tokens (greedy): median ms per token.
-Decoded decode_after(const Model& model, const std::vector<int32_t>& prompt, const SessionOptions& so,
-                     const RooflineOptions& o, ThreadPool& pool) {
-  Session s(model, static_cast<int>(prompt.size()) + o.n_decode * o.reps + 1, pool, so);
-  s.prefill(prompt);
-  Decoded d;
-  d.kv_bytes = static_cast<double>(s.kv().bytes());
-  std::vector<double> runs;
-  for (int r = 0; r < o.reps; ++r) {
-    Timer t;
-    for (int i = 0; i < o.n_decode; ++i) {
-      const auto logits = s.logits();
-      s.decode(greedy_token(logits));
-    }
-    runs.push_back(t.seconds() * 1e3 / o.n_decode);
+// Prefills the prompt once per model, each in its own session, then decodes reps runs of n tokens
+// (greedy), the models taking turns token by token, so that a drift of the machine's speed reaches
+// each alike: each model's median ms per token.
+std::vector<Decoded> decode_after(const std::vector<const Model*>& models, const std::vector<int32_t>& prompt,
+                                  const SessionOptions& so, const RooflineOptions& o, ThreadPool& pool) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<Decoded> d(models.size());
+  for (size_t m = 0; m < models.size(); ++m) {
+    sessions.push_back(std::make_unique<Session>(*models[m], static_cast<int>(prompt.size()) + o.n_decode * o.reps + 1,
+                                                 pool, so));
+    sessions[m]->prefill(prompt);
+    d[m].kv_bytes = static_cast<double>(sessions[m]->kv().bytes());
   }
-  d.ms_per_token = median(runs);
+  std::vector<std::vector<double>> runs(models.size());
+  for (int r = 0; r < o.reps; ++r) {
+    std::vector<double> seconds(models.size(), 0.0);
+    for (int i = 0; i < o.n_decode; ++i) {
+      for (size_t m = 0; m < models.size(); ++m) {
+        Timer t;
+        const auto logits = sessions[m]->logits();
+        sessions[m]->decode(greedy_token(logits));
+        seconds[m] += t.seconds();
+      }
+    }
+    for (size_t m = 0; m < models.size(); ++m) runs[m].push_back(seconds[m] * 1e3 / o.n_decode);
+  }
+  for (size_t m = 0; m < models.size(); ++m) d[m].ms_per_token = median(runs[m]);
   return d;
 }
 
@@ -128,6 +143,12 @@ int bench_roofline(const RooflineOptions& o) {
   full.press = PressConfig{};
   const auto file = GgufFile::open(o.model);
   const auto model = load_model(*file, o.model_flags.model_options());
+  std::vector<const Model*> models{model.get()};
+  std::unique_ptr<Model> versus;
+  if (!o.versus_activations.empty()) {
+    versus = load_model(*file, ModelFlags{o.versus_activations}.model_options());
+    models.push_back(versus.get());
+  }
   const auto tok = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (o.long_prompt + o.n_decode * o.reps >= hp.n_ctx_train) {
@@ -157,9 +178,11 @@ int bench_roofline(const RooflineOptions& o) {
   const double bandwidth = read_bandwidth(pool, static_cast<size_t>(o.bandwidth_mib * (1 << 20)), o.reps);
   fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n",
              matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib);
-  fmt::print("Decode activations: {}.\n\n", o.model_flags.decode_activations == "q8"
-                                                  ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel()))
-                                                  : std::string("f32"));
+  const auto describe = [](const std::string& act) {
+    return act == "q8" ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel())) : act;
+  };
+  fmt::print("Decode activations: {}{}.\n\n", describe(o.model_flags.decode_activations),
+             versus ? fmt::format("; the second table, token-paired with {}", describe(o.versus_activations)) : "");
 
   // Prefill of a whole prompt: matmuls plus attention (QK^T and PV over the causal half).
   const std::vector<int32_t> long_ids = essay_tokens(o.data, *tok, o.long_prompt);
@@ -188,17 +211,29 @@ int bench_roofline(const RooflineOptions& o) {
     const std::vector<int32_t>* prompt;
     SessionOptions so;
   };
-  for (const Row& row : {Row{"decode after 16 tokens", &short_ids, full},
-                         Row{fmt::format("decode after {} tokens, full cache", o.long_prompt), &long_ids, full},
-                         Row{fmt::format("decode after {} tokens, {}", o.long_prompt, pressed.press.describe()),
-                             &long_ids, pressed}}) {
-    const Decoded d = decode_after(*model, *row.prompt, row.so, o, pool);
+  const Row rows[] = {Row{"decode after 16 tokens", &short_ids, full},
+                      Row{fmt::format("decode after {} tokens, full cache", o.long_prompt), &long_ids, full},
+                      Row{fmt::format("decode after {} tokens, {}", o.long_prompt, pressed.press.describe()),
+                          &long_ids, pressed}};
+  std::vector<std::vector<Decoded>> decoded;
+  for (const Row& row : rows) {
+    decoded.push_back(decode_after(models, *row.prompt, row.so, o, pool));
+    const Decoded& d = decoded.back()[0];
     const double bytes = static_cast<double>(w.decode_bytes) + d.kv_bytes;
     const double bound_ms = bytes / bandwidth * 1e3;
     fmt::print("| {} | {:.2f} ms/token | {:.2f} ms ({:.1f} MB weights + {:.1f} MB KV) / bandwidth | {:.2f} | {:.1f} GB/s |\n",
                row.name, d.ms_per_token, bound_ms, static_cast<double>(w.decode_bytes) / 1e6, d.kv_bytes / 1e6,
                d.ms_per_token / bound_ms, bytes / d.ms_per_token / 1e6);
     std::fflush(stdout);
+  }
+  if (versus) {
+    const std::string& a = o.model_flags.decode_activations;
+    const std::string& b = o.versus_activations;
+    fmt::print("\n| decode, token-paired | {} ms/token | {} ms/token | {} / {} |\n|---|--:|--:|--:|\n", a, b, a, b);
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.3f} |\n", rows[i].name, decoded[i][0].ms_per_token,
+                 decoded[i][1].ms_per_token, decoded[i][0].ms_per_token / decoded[i][1].ms_per_token);
+    }
   }
   return 0;
 }
@@ -220,6 +255,10 @@ Action add_bench_roofline(CLI::App& app) {
   app.add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read for the bandwidth")->capture_default_str();
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
+  app.add_option("--versus-activations", o->versus_activations,
+                 "also decode with these activations (f32 | q8), taking turns with --decode-activations token by "
+                 "token, and report both and their ratio")
+      ->check(CLI::IsMember({"f32", "q8"}));
   return [o] { return bench_roofline(*o); };
 }
 

@@ -1,5 +1,6 @@
 // snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
-// every row and counts the weights a decode step reads as the model file holds them; decode
+// every row (decode also token-paired with the other activations) and counts the weights a
+// decode step reads as the model file holds them; decode
 // measures every contender at every length and batch size and writes its tables and plots; both
 // refuse bad parameters.
 #include <gtest/gtest.h>
@@ -19,7 +20,8 @@ const std::string kToy = "--reps 1 -n 2 --chunk 8 --prefill 32 --long 64 --bandw
 TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
   const std::string model = test::default_model_path();
   const test::CliRun r =
-      test::run_cli(fmt::format("bench roofline -m {} --data {} -t 2 {}", model, test::data_dir(), kToy), 300);
+      test::run_cli(fmt::format("bench roofline -m {} --data {} -t 2 {} --versus-activations q8", model, test::data_dir(), kToy),
+                    300);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* row : {"| prefill 32 tokens |", "| decode after 16 tokens |", "| decode after 64 tokens, full cache |",
                           "| decode after 64 tokens, snapkv", "memory read bandwidth"}) {
@@ -40,6 +42,18 @@ TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
   const double file_mb = static_cast<double>(std::filesystem::file_size(model)) / 1e6;
   EXPECT_LE(std::stod(m[1]), file_mb);
   EXPECT_GT(std::stod(m[1]), 0.9 * file_mb);
+  // The token-paired table: every decode row, its f32 time the one in the table above, and the
+  // ratio of the two times.
+  EXPECT_NE(r.out.find("| decode, token-paired | f32 ms/token | q8 ms/token | f32 / q8 |"), std::string::npos) << r.out;
+  const std::regex paired_row(R"(\| (decode after [^|]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
+  int paired = 0;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), paired_row), end; it != end; ++it, ++paired) {
+    const std::string& f32 = (*it)[2];
+    EXPECT_NE(r.out.find(fmt::format("| {} | {} ms/token |", (*it)[1].str(), f32)), std::string::npos) << (*it)[0];
+    EXPECT_GT(std::stod((*it)[3]), 0) << (*it)[0];
+    EXPECT_NEAR(std::stod((*it)[4]), std::stod(f32) / std::stod((*it)[3]), 0.01 * std::stod((*it)[4])) << (*it)[0];
+  }
+  EXPECT_EQ(paired, 3) << r.out;
 }
 
 TEST(CliBench, RooflineRefusesBadParameters) {
@@ -47,6 +61,7 @@ TEST(CliBench, RooflineRefusesBadParameters) {
   test::expect_cli_error(fmt::format("bench roofline -m {} --kv-press full", test::default_model_path()),
                          "compressing press");
   test::expect_cli_error("bench roofline --bandwidth-mib 1", "--bandwidth-mib");
+  test::expect_cli_error("bench roofline --versus-activations q4", "--versus-activations");
 }
 
 TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
