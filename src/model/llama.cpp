@@ -222,8 +222,6 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
     L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
     L.w_down = load_matrix(f, p + "ffn_down.weight", h.n_ff, e);
   }
-  // A tied output matrix was counted twice.
-  if (output_.data == tok_embd_.data) weight_bytes_ -= f.tensor("token_embd.weight").n_bytes;
 }
 
 void Llama::embed(std::span<const int32_t> tokens, float* x) const {
