@@ -15,8 +15,10 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/matvec_q8.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/rows8.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
 
@@ -84,6 +86,7 @@ class Llama final : public Model {
   WeightMatrix tok_embd_, output_;
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
+  std::vector<AlignedVector<uint8_t>> rows8_;  // the interleaved copies that WeightMatrix::rows8 point to
   std::vector<double> inv_freq_;
   size_t weight_bytes_ = 0;
 };
@@ -221,6 +224,20 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
     L.w_gate = load_matrix(f, p + "ffn_gate.weight", e, h.n_ff);
     L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
     L.w_down = load_matrix(f, p + "ffn_down.weight", h.n_ff, e);
+  }
+  // With 8-bit activations, decode reads copies of the matrices interleaved by 8 rows (rows8.h):
+  // on Zen 4 the kernels run 1.4-2x as fast on them from the cache, and a decode step after a
+  // short prompt 1.3x. The file's rows stay for prefill and the embeddings (another model may be
+  // built from the same file), so each matrix copied takes twice its memory.
+  if (opts_.decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar) {
+    auto interleave = [&](WeightMatrix& w) {
+      if (!rows8_supported(w)) return;
+      w.rows8 = rows8_.emplace_back(interleave_rows8(w)).data();
+    };
+    for (Layer& L : layers_) {
+      for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) interleave(*w);
+    }
+    interleave(output_);
   }
 }
 

@@ -25,6 +25,9 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_bytes = 0;
+  // Optional: the same rows interleaved by 8 (rows8.h), which the 8-bit-activation decode kernels
+  // read instead of data when it is set. Everything else reads data.
+  const uint8_t* rows8 = nullptr;
 };
 
 // A WeightMatrix over densely packed rows (row_bytes = ggml_row_bytes(type, n_in)). Throws

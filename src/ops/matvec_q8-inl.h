@@ -4,25 +4,32 @@
 // the AVX2 pass only) is static, and the headers it needs are included before the regions, so
 // nothing compiled for one instruction set is shared with code that runs on a CPU without it.
 
-// Per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
-static inline __m256i Dot(__m256i a, __m256i b) {
+// acc plus, per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
+static inline __m256i DotAdd(__m256i acc, __m256i a, __m256i b) {
 #if SNAPKV_Q8_VNNI
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+  return _mm256_dpbusd_epi32(acc, a, b);
 #else
   // vpmaddubsw saturates its 16-bit pair sums; |a| <= 128 and |b| <= 127 keep them below 2^15.
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 #endif
 }
 
-// Dot(a1, b1) + Dot(a2, b2) for 4-bit a1, a2: AVX2 adds the 16-bit pair sums (at most
-// 2 * 2 * 15 * 127) before widening them.
-static inline __m256i DotNibbles(__m256i a1, __m256i b1, __m256i a2, __m256i b2) {
+// acc + DotAdd(0, a1, b1) + DotAdd(0, a2, b2) for 4-bit a1, a2: AVX2 adds the 16-bit pair sums (at
+// most 2 * 2 * 15 * 127) before widening them.
+static inline __m256i DotNibblesAdd(__m256i acc, __m256i a1, __m256i b1, __m256i a2, __m256i b2) {
 #if SNAPKV_Q8_VNNI
-  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), a1, b1), a2, b2);
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, a1, b1), a2, b2);
 #else
   const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 #endif
+}
+
+// The 4 bytes at p in every 32-bit lane.
+static inline __m256i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
 static inline float HorizontalSum(__m256 v) {
@@ -89,8 +96,8 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
       const __m256 d = PairScales<kStoredMin>(blk, blk + kBlockBytes, &m);
       if constexpr (!kStoredMin) m = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
       for (int t = 0; t < T; ++t) {
-        const __m256i s = DotNibbles(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t])), hi,
-                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + 32)));
+        const __m256i s = DotNibblesAdd(_mm256_setzero_si256(), lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t])),
+                                        hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + 32)));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_loadu_ps(xd[t])), acc[t]);
         off[t] = _mm256_fmadd_ps(m, _mm256_loadu_ps(xs[t]), off[t]);
         xq[t] += 2 * kQ8Block;
@@ -115,7 +122,7 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
 // (unsigned) by sign(w) x.
 static inline __m256 Q8Block(const uint8_t* blk, const int8_t* xq, float xd, __m256 acc) {
   const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-  const __m256i s = Dot(_mm256_abs_epi8(codes), _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)), codes));
+  const __m256i s = DotAdd(_mm256_setzero_si256(), _mm256_abs_epi8(codes), _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)), codes));
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(q8_block::scale(blk) * xd), acc);
 }
 
@@ -155,8 +162,85 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   }
 }
 
+// Rows [r0, r1) (multiples of 8) of a matrix interleaved by 8 rows (rows8.h), 8 rows at a time,
+// for tokens t0 .. t0 + T: per block, each 32-byte chunk of codes (4 bytes of each row) meets the
+// token's matching 4 activation bytes broadcast to all 8 lanes, and the lanes of the sums are the
+// rows. Q8_0 codes are signed: as in Q8Block, |w| meets sign(w) x.
+template <GgmlType kType, int T>
+static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kGroupBlock = 8 * (kType == GgmlType::Q4_1 ? 20 : kType == GgmlType::Q4_0 ? 18 : 34);
+  constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;  // after the scales (and mins)
+  const int64_t nb = w.n_in / kQ8Block;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const size_t group_bytes = 8 * w.row_bytes;
+  const uint8_t* first = w.rows8 + static_cast<size_t>(r0 / 8) * group_bytes;
+  const size_t total = static_cast<size_t>((r1 - r0) / 8) * group_bytes;
+  prefetch_rows_start(first, total);
+  for (int64_t g = r0 / 8; g < r1 / 8; ++g) {
+    const uint8_t* p = w.rows8 + static_cast<size_t>(g) * group_bytes;
+    __m256 acc[T], off[T];
+    const int8_t* xq[T];
+    const float* xd[T];
+    const float* xs[T];
+    for (int t = 0; t < T; ++t) {
+      acc[t] = off[t] = _mm256_setzero_ps();
+      xq[t] = x.q.data() + (t0 + t) * nb * kQ8Block;
+      xd[t] = x.d4.data() + (t0 + t) * nb * 4;
+      xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
+    }
+    for (int64_t b = 0; b < nb; ++b, p += kGroupBlock) {
+      // A block's bytes kPrefetchBytes ahead, a few lines per block: asked for a group (3-8 KiB)
+      // at a time, as prefetch_row_ahead does for a row, the prefetches queued up behind each other
+      // and the matvecs from memory took up to 1.5x as long.
+      const size_t done = static_cast<size_t>(p - first);
+      if (done + kPrefetchBytes < total) prefetch_bytes(first, done + kPrefetchBytes, done + kPrefetchBytes + kGroupBlock);
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      __m256i s[T];
+      for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+      if constexpr (kType == GgmlType::Q8_0) {
+        for (int k = 0; k < 8; ++k) {
+          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+          const __m256i a = _mm256_abs_epi8(c);
+          for (int t = 0; t < T; ++t) s[t] = DotAdd(s[t], a, _mm256_sign_epi8(Broadcast4(xq[t] + 4 * k), c));
+        }
+      } else {
+        for (int k = 0; k < 4; ++k) {
+          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+          const __m256i lo = _mm256_and_si256(c, low4);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
+          for (int t = 0; t < T; ++t) {
+            s[t] = DotNibblesAdd(s[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k));
+          }
+        }
+      }
+      // The offsets times 4: sum4 holds a quarter of a block's sum.
+      __m256 m4 = _mm256_setzero_ps();
+      if constexpr (kType == GgmlType::Q4_1) {
+        m4 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))), _mm256_set1_ps(4.0f));
+      } else if constexpr (kType == GgmlType::Q4_0) {
+        m4 = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+      }
+      for (int t = 0; t < T; ++t) {
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(d, _mm256_set1_ps(*xd[t])), acc[t]);
+        if constexpr (kType != GgmlType::Q8_0) off[t] = _mm256_fmadd_ps(m4, _mm256_set1_ps(*xs[t]), off[t]);
+        xq[t] += kQ8Block;
+        xd[t] += 4;
+        xs[t] += 4;
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * w.n_out + 8 * g, _mm256_add_ps(acc[t], off[t]));
+  }
+}
+
 template <int T>
 static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  if (w.rows8) {
+    switch (w.type) {
+      case GgmlType::Q4_0: return Rows8<GgmlType::Q4_0, T>(w, x, t0, y, r0, r1);
+      case GgmlType::Q4_1: return Rows8<GgmlType::Q4_1, T>(w, x, t0, y, r0, r1);
+      default: return Rows8<GgmlType::Q8_0, T>(w, x, t0, y, r0, r1);
+    }
+  }
   switch (w.type) {
     case GgmlType::Q4_0: return Q4Rows<false, T>(w, x, t0, y, r0, r1);
     case GgmlType::Q4_1: return Q4Rows<true, T>(w, x, t0, y, r0, r1);

@@ -141,6 +141,9 @@ void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, f
     }
     return;
   }
+  if (w.rows8 && (r0 % 8 != 0 || r1 % 8 != 0)) {
+    fail(ErrorKind::kInvalidArgument, "q8_matvec_rows: rows [{}, {}) of a matrix interleaved by 8 rows", r0, r1);
+  }
   q8_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
 }
 

@@ -12,7 +12,8 @@
 // to rounding. The offset term of Q4_0 and Q4_1 (min times the sum of the activations) uses the
 // sum of the rounded activations too: with the unrounded sum, the error would be that of the
 // codes (0..15) rather than of the weights (centred on 0), about twice as large (measured on
-// random blocks with min = -8 d).
+// random blocks with min = -8 d). Matrices with a copy interleaved by 8 rows (rows8.h, which the
+// model makes in this mode) are read from it, 8 rows at a time.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -58,12 +59,15 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
 bool q8_supports(GgmlType type);
 
 // y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
-// y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in.
+// y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in. The
+// SIMD kernels read w.rows8 where it is set (then r0 and r1 must be multiples of 8), the scalar
+// kernel always reads w.data.
 void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0,
                     int64_t r1);
 
 // The test oracle: the same arithmetic as the kernels (integer dot products of the stored weight
-// codes and the rounded activations, scaled, plus min times sum4 * 4) in double, rounded to f32.
+// codes and the rounded activations, scaled, plus min times sum4 * 4) in double, rounded to f32,
+// from w.data (never w.rows8).
 void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y);
 
 // matmul_many with the activations rounded to 8 bits, for n_tok <= 8 and weight types that

@@ -13,6 +13,7 @@
 #include "ops/matmul.h"
 #include "ops/matvec_q8.h"
 #include "ops/matvec_q8_block.h"
+#include "ops/rows8.h"
 #include "support/random_weights.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -167,6 +168,51 @@ TEST(Q8Matvec, EveryKernelMatchesTheReference) {
       }
     }
   }
+}
+
+// The SIMD kernels on the copy interleaved by 8 rows, against the reference on the file's rows.
+TEST(Q8Matvec, InterleavedRowsMatchTheReference) {
+  std::mt19937 rng(13);
+  for (GgmlType type : kQ8Types) {
+    for (int64_t n_in : {32, 96, 576}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 8}) {
+        const int64_t n_out = 24;
+        SCOPED_TRACE(std::string(ggml_type_info(type).name) + " n_in " + std::to_string(n_in) + " n_tok " +
+                     std::to_string(n_tok));
+        std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+        if (type == GgmlType::Q8_0) m[2] = 0x80;  // a code of -128 (|w| = 128 as a byte)
+        WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+        ASSERT_TRUE(rows8_supported(w));
+        const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
+        ASSERT_EQ(rows8.size(), m.size());
+        const std::vector<float> xf = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+        Q8Activations x;
+        quantize_q8(xf.data(), n_in, n_tok, x);
+        std::vector<float> want(static_cast<size_t>(n_tok * n_out));
+        q8_matvec_reference(w, x, want.data());
+        w.rows8 = rows8.data();
+        for (Q8Kernel k : q8_kernels_supported()) {
+          if (k == Q8Kernel::kScalar) continue;  // reads w.data
+          SCOPED_TRACE(q8_kernel_name(k));
+          std::vector<float> y(want.size(), 12345.0f);
+          q8_matvec_rows(k, w, x, y.data(), 0, 8);
+          q8_matvec_rows(k, w, x, y.data(), 8, n_out);
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < n_out; ++r) {
+              const size_t i = static_cast<size_t>(t * n_out + r);
+              ASSERT_NEAR(y[i], want[i], 1e-5 * term_magnitude(w, x, r, t) + 1e-30) << "token " << t << " row " << r;
+            }
+          }
+          EXPECT_THROW(q8_matvec_rows(k, w, x, y.data(), 4, n_out), Error);
+        }
+      }
+    }
+  }
+  std::vector<uint8_t> m = random_matrix(GgmlType::Q4_1, 64, 12, rng);
+  EXPECT_FALSE(rows8_supported(make_weight_matrix(GgmlType::Q4_1, m.data(), 64, 12)));  // 12 rows
+  EXPECT_THROW(interleave_rows8(make_weight_matrix(GgmlType::Q4_1, m.data(), 64, 12)), Error);
+  m = random_matrix(GgmlType::Q4_K, 256, 8, rng);
+  EXPECT_FALSE(rows8_supported(make_weight_matrix(GgmlType::Q4_K, m.data(), 256, 8)));
 }
 
 TEST(Q8Matvec, Q8_0HandlesTheCodeMinus128) {

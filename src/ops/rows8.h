@@ -1,0 +1,29 @@
+#pragma once
+// A copy of a Q4_0, Q4_1 or Q8_0 weight matrix with its rows interleaved in groups of 8, block by
+// block, for the 8-bit-activation decode kernels (matvec_q8.h).
+//
+// In the GGUF layout a kernel finishes a row before the next; each pair of blocks costs it two
+// scale conversions, two broadcasts and a horizontal sum, about half of its vector instructions
+// (on Zen 4 the Q4_1 kernel was limited by them, not by memory). Interleaved, one 256-bit load
+// holds 4 code bytes of each of 8 rows: a dot-product instruction with 4 broadcast activation
+// bytes adds to 8 rows at once, the 8 rows' scales are one 16-byte load, and the 8 lanes of the
+// sums are the 8 rows' results.
+//
+// Group g of rows 8g .. 8g + 7, block b (nb blocks per row) starts at (g * nb + b) * 8 * B, B the
+// type's block bytes (18, 20, 34), and holds the 8 rows' f16 scales d, for Q4_1 then their f16
+// mins m, then the code bytes in chunks of 32: chunk k is bytes 4k .. 4k + 3 of each row's codes
+// (row 0 first). Same size as the GGUF rows.
+#include <cstdint>
+
+#include "ops/matmul.h"
+#include "util/aligned_vector.h"
+
+namespace snapkv {
+
+// Whether w can be interleaved: Q4_0, Q4_1 or Q8_0 with densely packed rows, n_out a multiple of 8.
+bool rows8_supported(const WeightMatrix& w);
+
+// The interleaved copy of w's rows (rows8_supported(w) must hold; Error(kInvalidArgument) if not).
+AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w);
+
+}  // namespace snapkv
