@@ -6,6 +6,8 @@
 // MatmulQ8/... is the decode path with activations rounded to 8 bits (MatmulActivations::kQ8), for
 // the types that have it. Matmul[Q8]FromMemory/... is a decode matvec of the default model's types
 // and shapes with its weights read from memory rather than the cache, as in a decode step.
+// MatmulQ8Rows8[FromMemory]/... is MatmulQ8 on the copy interleaved by 8 rows (rows8.h) that
+// decode with 8-bit activations reads.
 //
 //   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
@@ -20,6 +22,7 @@
 #include "ops/fp16.h"
 #include "ops/matmul.h"
 #include "ops/matvec_q8.h"
+#include "ops/rows8.h"
 #include "util/aligned_vector.h"
 #include "util/thread_pool.h"
 
@@ -60,11 +63,17 @@ std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
 
 // from_memory: each iteration multiplies the next of enough copies of the matrix (256 MiB in all,
 // in huge pages as the model's weights) that its weights come from memory, not from the cache.
+// rows8: the copies are of the matrix interleaved by 8 rows, which the 8-bit kernels read.
 void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, MatmulActivations act,
-               bool from_memory) {
+               bool from_memory, bool rows8) {
   const int64_t n_tok = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  const std::vector<uint8_t> one = bench_weights(type, n_in, n_out);
+  const std::vector<uint8_t> file = bench_weights(type, n_in, n_out);
+  std::vector<uint8_t> one = file;
+  if (rows8) {
+    const AlignedVector<uint8_t> r = interleave_rows8(make_weight_matrix(type, file.data(), n_in, n_out));
+    one.assign(r.begin(), r.end());
+  }
   const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
   AlignedVector<uint8_t> data(one.size() * copies);
   for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
@@ -73,7 +82,8 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
   ThreadPool pool(threads);
   size_t c = 0;
   for (auto _ : state) {
-    const WeightMatrix w = make_weight_matrix(type, data.data() + c * one.size(), n_in, n_out);
+    WeightMatrix w = make_weight_matrix(type, rows8 ? file.data() : data.data() + c * one.size(), n_in, n_out);
+    if (rows8) w.rows8 = data.data() + c * one.size();
     matmul(w, x.data(), n_tok, y.data(), pool, act);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -98,29 +108,32 @@ int register_all() {
       const int64_t n_out = shape[1];
       const std::string name = "Matmul/" + std::string(ggml_type_info(type).name) + "/" +
                                std::to_string(n_in) + "x" + std::to_string(n_out);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out, MatmulActivations::kF32, false)
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, n_in, n_out, MatmulActivations::kF32, false, false)
           ->ArgNames({"n_tok", "threads"})
           ->ArgsProduct({{1, 4, 512}, {1, 2}})
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       if (q8_supports(type)) {
-        benchmark::RegisterBenchmark(("MatmulQ8" + name.substr(6)).c_str(), BM_Matmul, type, n_in, n_out,
-                                     MatmulActivations::kQ8, false)
-            ->ArgNames({"n_tok", "threads"})
-            ->ArgsProduct({{1, 4}, {1, 2}})
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+        for (bool rows8 : {false, true}) {
+          benchmark::RegisterBenchmark(((rows8 ? "MatmulQ8Rows8" : "MatmulQ8") + name.substr(6)).c_str(), BM_Matmul,
+                                       type, n_in, n_out, MatmulActivations::kQ8, false, rows8)
+              ->ArgNames({"n_tok", "threads"})
+              ->ArgsProduct({{1, 4}, {1, 2}})
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }
   // From memory: the default model's types and shapes, one token.
   for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q8_0}) {
     for (const auto& shape : shapes) {
-      for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8}) {
-        const std::string name = std::string(act == MatmulActivations::kQ8 ? "MatmulQ8" : "Matmul") + "FromMemory/" +
-                                 std::string(ggml_type_info(type).name) + "/" + std::to_string(shape[0]) + "x" +
-                                 std::to_string(shape[1]);
-        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], act, true)
+      for (const char* kind : {"Matmul", "MatmulQ8", "MatmulQ8Rows8"}) {
+        const MatmulActivations act = kind[6] == 'Q' ? MatmulActivations::kQ8 : MatmulActivations::kF32;
+        const std::string name = std::string(kind) + "FromMemory/" + std::string(ggml_type_info(type).name) + "/" +
+                                 std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], act, true,
+                                     std::strlen(kind) > 8)
             ->ArgNames({"n_tok", "threads"})
             ->ArgsProduct({{1}, {1, 2}})
             ->UseRealTime()
