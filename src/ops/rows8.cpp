@@ -2,19 +2,15 @@
 
 #include <cstring>
 
+#include "ops/matvec_q8_block.h"
 #include "util/error.h"
 
 namespace snapkv {
-namespace {
-
-int64_t block_bytes(GgmlType type) { return type == GgmlType::Q4_1 ? 20 : type == GgmlType::Q4_0 ? 18 : 34; }
-
-}  // namespace
 
 bool rows8_supported(const WeightMatrix& w) {
   const bool type = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0;
   return type && w.n_out % 8 == 0 && w.n_in % 32 == 0 &&
-         w.row_bytes == static_cast<size_t>(w.n_in / 32 * block_bytes(w.type));
+         w.row_bytes == static_cast<size_t>(w.n_in / 32 * q8_block::bytes(w.type));
 }
 
 AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
@@ -22,7 +18,7 @@ AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
     fail(ErrorKind::kInvalidArgument, "interleave_rows8: a {} matrix of {} x {} cannot be interleaved by 8 rows",
          ggml_type_info(w.type).name, w.n_out, w.n_in);
   }
-  const int64_t bb = block_bytes(w.type), nb = w.n_in / 32;
+  const int64_t bb = q8_block::bytes(w.type), nb = w.n_in / 32;
   const int64_t head = w.type == GgmlType::Q4_1 ? 4 : 2;  // scale (and min) bytes of a block
   const int64_t n_chunks = (bb - head) / 4;
   AlignedVector<uint8_t> out(static_cast<size_t>(w.n_out) * w.row_bytes);
