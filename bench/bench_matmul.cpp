@@ -128,12 +128,16 @@ int register_all() {
   // From memory: the default model's types and shapes, one token.
   for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q8_0}) {
     for (const auto& shape : shapes) {
-      for (const char* kind : {"Matmul", "MatmulQ8", "MatmulQ8Rows8"}) {
-        const MatmulActivations act = kind[6] == 'Q' ? MatmulActivations::kQ8 : MatmulActivations::kF32;
-        const std::string name = std::string(kind) + "FromMemory/" + std::string(ggml_type_info(type).name) + "/" +
+      struct Kind {
+        const char* name;
+        MatmulActivations act;
+        bool rows8;
+      };
+      for (const Kind& k : {Kind{"Matmul", MatmulActivations::kF32, false}, Kind{"MatmulQ8", MatmulActivations::kQ8, false},
+                            Kind{"MatmulQ8Rows8", MatmulActivations::kQ8, true}}) {
+        const std::string name = std::string(k.name) + "FromMemory/" + std::string(ggml_type_info(type).name) + "/" +
                                  std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
-        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], act, true,
-                                     std::strlen(kind) > 8)
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], k.act, true, k.rows8)
             ->ArgNames({"n_tok", "threads"})
             ->ArgsProduct({{1}, {1, 2}})
             ->UseRealTime()
