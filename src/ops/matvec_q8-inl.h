@@ -122,7 +122,8 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
 // (unsigned) by sign(w) x.
 static inline __m256 Q8Block(const uint8_t* blk, const int8_t* xq, float xd, __m256 acc) {
   const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-  const __m256i s = DotAdd(_mm256_setzero_si256(), _mm256_abs_epi8(codes), _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)), codes));
+  const __m256i xs = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)), codes);
+  const __m256i s = DotAdd(_mm256_setzero_si256(), _mm256_abs_epi8(codes), xs);
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(q8_block::scale(blk) * xd), acc);
 }
 
@@ -168,7 +169,7 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
 // rows. Q8_0 codes are signed: as in Q8Block, |w| meets sign(w) x.
 template <GgmlType kType, int T>
 static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
-  constexpr int64_t kGroupBlock = 8 * (kType == GgmlType::Q4_1 ? 20 : kType == GgmlType::Q4_0 ? 18 : 34);
+  constexpr int64_t kGroupBlock = 8 * q8_block::bytes(kType);
   constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;  // after the scales (and mins)
   const int64_t nb = w.n_in / kQ8Block;
   const __m256i low4 = _mm256_set1_epi8(0x0F);

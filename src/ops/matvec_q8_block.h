@@ -18,7 +18,7 @@ inline float half_at(const uint8_t* p) {
   return kHalfToF32[h];
 }
 
-inline int64_t bytes(GgmlType type) { return type == GgmlType::Q4_1 ? 20 : type == GgmlType::Q4_0 ? 18 : 34; }
+constexpr int64_t bytes(GgmlType type) { return type == GgmlType::Q4_1 ? 20 : type == GgmlType::Q4_0 ? 18 : 34; }
 
 inline float scale(const uint8_t* blk) { return half_at(blk); }
 

@@ -1,8 +1,7 @@
 // snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
-// every row (decode also token-paired with the other activations) and counts the weights a
-// decode step reads as the model file holds them; decode
-// measures every contender at every length and batch size and writes its tables and plots; both
-// refuse bad parameters.
+// every row (decode also token-paired with the other activations) and counts the weights a decode
+// step reads as the model file holds them; decode measures every contender at every length and
+// batch size and writes its tables and plots; both refuse bad parameters.
 #include <gtest/gtest.h>
 
 #include <filesystem>

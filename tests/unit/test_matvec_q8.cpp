@@ -138,6 +138,18 @@ double term_magnitude(const WeightMatrix& w, const Q8Activations& x, int64_t r, 
   return m;
 }
 
+// A kernel's y ([n_tok][n_out]) against the reference's want, within float rounding of the terms
+// each output adds up.
+void expect_near_reference(const WeightMatrix& w, const Q8Activations& x, const std::vector<float>& want,
+                           const std::vector<float>& y) {
+  for (int64_t t = 0; t < x.n_tok; ++t) {
+    for (int64_t r = 0; r < w.n_out; ++r) {
+      const size_t i = static_cast<size_t>(t * w.n_out + r);
+      ASSERT_NEAR(y[i], want[i], 1e-5 * term_magnitude(w, x, r, t) + 1e-30) << "token " << t << " row " << r;
+    }
+  }
+}
+
 TEST(Q8Matvec, EveryKernelMatchesTheReference) {
   std::mt19937 rng(11);
   for (GgmlType type : kQ8Types) {
@@ -158,12 +170,7 @@ TEST(Q8Matvec, EveryKernelMatchesTheReference) {
           std::vector<float> y(want.size(), 12345.0f);
           q8_matvec_rows(k, w, x, y.data(), 0, 7);  // two calls, as two threads would split the rows
           q8_matvec_rows(k, w, x, y.data(), 7, n_out);
-          for (int64_t t = 0; t < n_tok; ++t) {
-            for (int64_t r = 0; r < n_out; ++r) {
-              const size_t i = static_cast<size_t>(t * n_out + r);
-              ASSERT_NEAR(y[i], want[i], 1e-5 * term_magnitude(w, x, r, t) + 1e-30) << "token " << t << " row " << r;
-            }
-          }
+          ASSERT_NO_FATAL_FAILURE(expect_near_reference(w, x, want, y));
         }
       }
     }
@@ -197,12 +204,7 @@ TEST(Q8Matvec, InterleavedRowsMatchTheReference) {
           std::vector<float> y(want.size(), 12345.0f);
           q8_matvec_rows(k, w, x, y.data(), 0, 8);
           q8_matvec_rows(k, w, x, y.data(), 8, n_out);
-          for (int64_t t = 0; t < n_tok; ++t) {
-            for (int64_t r = 0; r < n_out; ++r) {
-              const size_t i = static_cast<size_t>(t * n_out + r);
-              ASSERT_NEAR(y[i], want[i], 1e-5 * term_magnitude(w, x, r, t) + 1e-30) << "token " << t << " row " << r;
-            }
-          }
+          ASSERT_NO_FATAL_FAILURE(expect_near_reference(w, x, want, y));
           EXPECT_THROW(q8_matvec_rows(k, w, x, y.data(), 4, n_out), Error);
         }
       }
