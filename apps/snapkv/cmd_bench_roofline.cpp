@@ -4,7 +4,8 @@
 //     their FLOPs / that target's peak;
 //   prefill: a whole prompt (attention included) against its FLOPs / peak;
 //   decode: ms per token against (weight bytes + KV bytes read per token) / bandwidth, after a
-//     short prompt, and after a long one with the full cache and with a press; with
+//     short prompt, and after a long one with the full cache and with a press; once against the
+//     best bandwidth read at the start, once against the bandwidth read during each run; with
 //     --versus-activations, also with the other decode activations, the two taking turns token by
 //     token (on a machine whose speed drifts by tens of percent between runs, as the VMs here do,
 //     only such pairs compare the two).
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "bench_util.h"
@@ -29,6 +31,7 @@
 #include "ops/matmul.h"
 #include "ops/matvec_q8.h"
 #include "ops/peak.h"
+#include "util/aligned_vector.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
@@ -96,27 +99,41 @@ double layer_matmul_flops(const WeightsView& w, int chunk) {
 }
 
 struct Decoded {
-  double ms_per_token = 0;
-  double kv_bytes = 0;  // held after the prompt (what each decode step reads)
+  double ms_per_token = 0;     // median of the runs
+  std::vector<double> run_ms;  // per run, ms per token
+  double kv_bytes = 0;         // held after the prompt (what each decode step reads)
+};
+
+// The VMs here read memory at rates that switch between phases, seconds to minutes long (on the
+// Zen 4 VM about 31 and about 53 GB/s), so that a ceiling measured once says little about the
+// bandwidth a decode run had. Each run therefore also reads the bandwidth buffer once per
+// token: run_bandwidth[r] is what those reads got during run r (bytes read / seconds), which
+// gives each run its own bound.
+struct DecodeRuns {
+  std::vector<Decoded> models;
+  std::vector<double> run_bandwidth;
 };
 
 // Prefills the prompt once per model, each in its own session, then decodes reps runs of n tokens
-// (greedy), the models taking turns token by token, so that a drift of the machine's speed reaches
-// each alike: each model's median ms per token.
-std::vector<Decoded> decode_after(const std::vector<const Model*>& models, const std::vector<int32_t>& prompt,
-                                  const SessionOptions& so, const RooflineOptions& o, ThreadPool& pool) {
+// (greedy), the models and a pass over the bandwidth buffer taking turns token by token, so that
+// a drift of the machine's speed reaches each alike: each model's median ms per token.
+DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vector<int32_t>& prompt,
+                        const SessionOptions& so, const RooflineOptions& o, std::span<const float> bandwidth_buffer,
+                        ThreadPool& pool) {
   std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<Decoded> d(models.size());
+  DecodeRuns d{std::vector<Decoded>(models.size()), {}};
   for (size_t m = 0; m < models.size(); ++m) {
     sessions.push_back(std::make_unique<Session>(*models[m], static_cast<int>(prompt.size()) + o.n_decode * o.reps + 1,
                                                  pool, so));
     sessions[m]->prefill(prompt);
-    d[m].kv_bytes = static_cast<double>(sessions[m]->kv().bytes());
+    d.models[m].kv_bytes = static_cast<double>(sessions[m]->kv().bytes());
   }
-  std::vector<std::vector<double>> runs(models.size());
+  const double buffer_bytes = static_cast<double>(bandwidth_buffer.size_bytes());
   for (int r = 0; r < o.reps; ++r) {
     std::vector<double> seconds(models.size(), 0.0);
+    double read_seconds = 0;
     for (int i = 0; i < o.n_decode; ++i) {
+      read_seconds += buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
       for (size_t m = 0; m < models.size(); ++m) {
         Timer t;
         const auto logits = sessions[m]->logits();
@@ -124,9 +141,10 @@ std::vector<Decoded> decode_after(const std::vector<const Model*>& models, const
         seconds[m] += t.seconds();
       }
     }
-    for (size_t m = 0; m < models.size(); ++m) runs[m].push_back(seconds[m] * 1e3 / o.n_decode);
+    d.run_bandwidth.push_back(buffer_bytes * o.n_decode / read_seconds);
+    for (size_t m = 0; m < models.size(); ++m) d.models[m].run_ms.push_back(seconds[m] * 1e3 / o.n_decode);
   }
-  for (size_t m = 0; m < models.size(); ++m) d[m].ms_per_token = median(runs[m]);
+  for (Decoded& m : d.models) m.ms_per_token = median(m.run_ms);
   return d;
 }
 
@@ -175,9 +193,12 @@ int bench_roofline(const RooflineOptions& o) {
     if (best_peak == 0) best_peak = peak;  // the first supported target is the one dispatched to
   }
   hwy::SetSupportedTargetsForTest(0);
-  const double bandwidth = read_bandwidth(pool, static_cast<size_t>(o.bandwidth_mib * (1 << 20)), o.reps);
-  fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer).\n",
-             matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib);
+  // In huge pages, as the weights and KV caches that decode reads (over 4 KiB pages the same read
+  // is about a quarter slower); zeroed, so every page is in place before the first timed pass.
+  const AlignedVector<float> bandwidth_buffer(static_cast<size_t>(o.bandwidth_mib * (1 << 20)) / sizeof(float));
+  const double bandwidth = read_bandwidth(pool, bandwidth_buffer, o.reps);
+  fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer, best "
+             "of {}).\n", matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib, o.reps);
   const auto describe = [](const std::string& act) {
     return act == "q8" ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel())) : act;
   };
@@ -215,24 +236,40 @@ int bench_roofline(const RooflineOptions& o) {
                       Row{fmt::format("decode after {} tokens, full cache", o.long_prompt), &long_ids, full},
                       Row{fmt::format("decode after {} tokens, {}", o.long_prompt, pressed.press.describe()),
                           &long_ids, pressed}};
-  std::vector<std::vector<Decoded>> decoded;
+  std::vector<DecodeRuns> decoded;
+  const auto bound_ms = [&](const Decoded& d, double bw) {
+    return (static_cast<double>(w.decode_bytes) + d.kv_bytes) / bw * 1e3;
+  };
   for (const Row& row : rows) {
-    decoded.push_back(decode_after(models, *row.prompt, row.so, o, pool));
-    const Decoded& d = decoded.back()[0];
+    decoded.push_back(decode_after(models, *row.prompt, row.so, o, bandwidth_buffer, pool));
+    const Decoded& d = decoded.back().models[0];
     const double bytes = static_cast<double>(w.decode_bytes) + d.kv_bytes;
-    const double bound_ms = bytes / bandwidth * 1e3;
     fmt::print("| {} | {:.2f} ms/token | {:.2f} ms ({:.1f} MB weights + {:.1f} MB KV) / bandwidth | {:.2f} | {:.1f} GB/s |\n",
-               row.name, d.ms_per_token, bound_ms, static_cast<double>(w.decode_bytes) / 1e6, d.kv_bytes / 1e6,
-               d.ms_per_token / bound_ms, bytes / d.ms_per_token / 1e6);
+               row.name, d.ms_per_token, bound_ms(d, bandwidth), static_cast<double>(w.decode_bytes) / 1e6,
+               d.kv_bytes / 1e6, d.ms_per_token / bound_ms(d, bandwidth), bytes / d.ms_per_token / 1e6);
     std::fflush(stdout);
+  }
+  // Each run against the bandwidth read alongside it (DecodeRuns), then the median of the runs.
+  fmt::print("\n| decode, bound from the bandwidth read during each run | measured | bandwidth | bound | "
+             "measured / bound |\n|---|--:|--:|--:|--:|\n");
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    const Decoded& d = decoded[i].models[0];
+    std::vector<double> bounds, ratios;
+    for (int r = 0; r < o.reps; ++r) {
+      bounds.push_back(bound_ms(d, decoded[i].run_bandwidth[r]));
+      ratios.push_back(d.run_ms[r] / bounds.back());
+    }
+    fmt::print("| {} | {:.2f} ms/token | {:.1f} GB/s | {:.2f} ms | {:.2f} |\n", rows[i].name, d.ms_per_token,
+               median(decoded[i].run_bandwidth) / 1e9, median(bounds), median(ratios));
   }
   if (versus) {
     const std::string& a = o.model_flags.decode_activations;
     const std::string& b = o.versus_activations;
     fmt::print("\n| decode, token-paired | {} ms/token | {} ms/token | {} / {} |\n|---|--:|--:|--:|\n", a, b, a, b);
     for (size_t i = 0; i < decoded.size(); ++i) {
-      fmt::print("| {} | {:.2f} | {:.2f} | {:.3f} |\n", rows[i].name, decoded[i][0].ms_per_token,
-                 decoded[i][1].ms_per_token, decoded[i][0].ms_per_token / decoded[i][1].ms_per_token);
+      const std::vector<Decoded>& m = decoded[i].models;
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.3f} |\n", rows[i].name, m[0].ms_per_token, m[1].ms_per_token,
+                 m[0].ms_per_token / m[1].ms_per_token);
     }
   }
   return 0;

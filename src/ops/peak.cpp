@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "util/aligned_vector.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -126,13 +125,9 @@ double peak_fma_flops(ThreadPool& pool, double seconds) {
   return HWY_DYNAMIC_DISPATCH(PeakFmaT)(pool, seconds);
 }
 
-double read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
+double read_bandwidth(ThreadPool& pool, std::span<const float> buffer, int reps) {
   if (reps < 1) fail(ErrorKind::kInvalidArgument, "read_bandwidth: reps must be >= 1");
-  const size_t n = bytes / sizeof(float);
-  // In huge pages, as the weights and KV caches that decode reads: the machine's best, which is
-  // what decode's bound should be (over 4 KiB pages the same read is about a quarter slower).
-  AlignedVector<float> buf(n);  // zeroed: every page is in place before the first timed pass
-  return HWY_DYNAMIC_DISPATCH(ReadBandwidthT)(pool, buf.data(), n, reps);
+  return HWY_DYNAMIC_DISPATCH(ReadBandwidthT)(pool, buffer.data(), buffer.size(), reps);
 }
 
 const char* peak_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(PeakTargetT)()); }

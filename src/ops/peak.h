@@ -3,7 +3,7 @@
 // kernels: f32 multiply-add throughput and memory read bandwidth. Both run on every thread of the
 // pool, with the SIMD target the dispatching kernels use at the time (hwy::SetSupportedTargetsForTest
 // picks another one, which is how the benchmark measures each instruction set).
-#include <cstddef>
+#include <span>
 
 #include "util/thread_pool.h"
 
@@ -13,9 +13,9 @@ namespace snapkv {
 // on all threads for about `seconds`.
 double peak_fma_flops(ThreadPool& pool, double seconds);
 
-// Bytes per second that all threads together read from a buffer of `bytes` (make it far larger
-// than the last-level cache), each summing its own contiguous share; the best of `reps` passes.
-double read_bandwidth(ThreadPool& pool, size_t bytes, int reps);
+// Bytes per second that all threads together read from `buffer` (make it far larger than the
+// last-level cache), each summing its own contiguous share; the best of `reps` passes.
+double read_bandwidth(ThreadPool& pool, std::span<const float> buffer, int reps);
 
 // Name of the SIMD target the kernels above dispatch to now (e.g. "AVX2").
 const char* peak_simd_target();

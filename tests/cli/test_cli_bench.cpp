@@ -1,7 +1,8 @@
 // snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
-// every row (decode also token-paired with the other activations) and counts the weights a decode
-// step reads as the model file holds them; decode measures every contender at every length and
-// batch size and writes its tables and plots; both refuse bad parameters.
+// every row (decode also against the bandwidth read during its runs, and token-paired with the
+// other activations) and counts the weights a decode step reads as the model file holds them;
+// decode measures every contender at every length and batch size and writes its tables and
+// plots; both refuse bad parameters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -53,6 +54,18 @@ TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
     EXPECT_NEAR(std::stod((*it)[4]), std::stod(f32) / std::stod((*it)[3]), 0.01 * std::stod((*it)[4])) << (*it)[0];
   }
   EXPECT_EQ(paired, 3) << r.out;
+  // Each decode row again, against the bandwidth read alongside its runs: the same ms per token,
+  // a positive bandwidth, and with one run the ratio is that time over that bound.
+  EXPECT_NE(r.out.find("| decode, bound from the bandwidth read during each run |"), std::string::npos) << r.out;
+  const std::regex during_row(R"(\| (decode after [^|]+) \| ([0-9.]+) ms/token \| ([0-9.]+) GB/s \| ([0-9.]+) ms \| ([0-9.]+) \|)");
+  int during = 0;
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), during_row), end; it != end; ++it, ++during) {
+    EXPECT_NE(r.out.find(fmt::format("| {} | {} ms/token |", (*it)[1].str(), (*it)[2].str())), std::string::npos)
+        << (*it)[0];
+    EXPECT_GT(std::stod((*it)[3]), 0) << (*it)[0];
+    EXPECT_NEAR(std::stod((*it)[5]), std::stod((*it)[2]) / std::stod((*it)[4]), 0.02 * std::stod((*it)[5])) << (*it)[0];
+  }
+  EXPECT_EQ(during, 3) << r.out;
 }
 
 TEST(CliBench, RooflineRefusesBadParameters) {
