@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "ops/dequant.h"
 #include "ops/matvec_q8.h"
 #include "ops/row_prefetch.h"
 #include "ops/row_split.h"
+#include "ops/rows8.h"
 #include "util/error.h"
 
 // SSSE3-only CPUs (before 2008) fall back to the portable target; skipping it saves a compile
@@ -51,8 +54,9 @@ void MatmulOne(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
     int64_t r0, r1;
     split_rows(w.n_out, 8, ith, nth, &r0, &r1);
     float* row = matmul_detail::scratch(0, static_cast<size_t>(w.n_in));
+    std::vector<uint8_t> gathered(w.row_bytes);
     for (int64_t r = r0; r < r1; ++r) {
-      dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row, w.n_in);
+      dequantize_row(w.type, gguf_row(w, r, gathered.data()), row, w.n_in);
       for (int64_t t = 0; t < n_tok; ++t) {
         const float* xt = x + t * w.n_in;
         float acc = 0.0f;
@@ -63,9 +67,7 @@ void MatmulOne(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
   });
 }
 
-void GetRowT(const WeightMatrix& w, int64_t row, float* dst) {
-  dequantize_row(w.type, w.data + static_cast<size_t>(row) * w.row_bytes, dst, w.n_in);
-}
+void GetRowT(const WeightMatrix& w, const uint8_t* row, float* dst) { dequantize_row(w.type, row, dst, w.n_in); }
 
 void MatmulManyT(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
   for (size_t j = 0; j < n_jobs; ++j) MatmulOne(*jobs[j].w, x, n_tok, jobs[j].y, pool);
@@ -259,6 +261,11 @@ void PackTokens(const float* x, int64_t n_in, int64_t t0, int64_t n_tok, float* 
   }
 }
 
+// The decoders of the types a matrix interleaved by 8 rows can have (rows8.h).
+template <class D>
+inline constexpr bool kRows8Type =
+    std::is_same_v<D, dq::DecQ4_0> || std::is_same_v<D, dq::DecQ4_1> || std::is_same_v<D, dq::DecQ8_0>;
+
 // Rows [r0, r1) for the n_chunk tokens packed in xt (n_tb blocks), writing y rows t0.. .
 template <class D>
 void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
@@ -273,8 +280,15 @@ void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
     for (int64_t k0 = 0; k0 < w.n_in; k0 += kKC) {
       const int64_t kc = std::min(kKC, w.n_in - k0);
       for (int64_t r = 0; r < nr; ++r) {
-        const uint8_t* row = w.data + static_cast<size_t>(rt + r) * w.row_bytes;
-        DequantRange<D>(row, k0, kc, wbuf + r * kKC);
+        if constexpr (kRows8Type<D>) {
+          if (w.rows8) {  // the row's blocks of this range, gathered into the GGUF layout
+            uint8_t gathered[kKC / 32 * kRows8MaxBlockBytes];
+            gather_row8(w, rt + r, k0 / 32, (k0 + kc) / 32, gathered);
+            DequantRange<D>(gathered, 0, kc, wbuf + r * kKC);
+            continue;
+          }
+        }
+        DequantRange<D>(w.data + static_cast<size_t>(rt + r) * w.row_bytes, k0, kc, wbuf + r * kKC);
       }
       for (int64_t r = nr; r < nr_pad; ++r) std::fill_n(wbuf + r * kKC, kc, 0.0f);
       for (int64_t tb = 0; tb < n_tb; ++tb) {
@@ -350,10 +364,8 @@ void MatmulManyT(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n
   }
 }
 
-void GetRowT(const WeightMatrix& w, int64_t row, float* dst) {
-  dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR {
-    DequantRange<decltype(dec)>(w.data + static_cast<size_t>(row) * w.row_bytes, 0, w.n_in, dst);
-  });
+void GetRowT(const WeightMatrix& w, const uint8_t* row, float* dst) {
+  dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR { DequantRange<decltype(dec)>(row, 0, w.n_in, dst); });
 }
 
 #endif  // SIMD targets
@@ -451,7 +463,8 @@ void get_row(const WeightMatrix& w, int64_t row, float* dst) {
   if (row < 0 || row >= w.n_out) {
     fail(ErrorKind::kOutOfRange, "get_row: row {} is outside [0, {})", row, w.n_out);
   }
-  HWY_DYNAMIC_DISPATCH(GetRowT)(w, row, dst);
+  std::vector<uint8_t> gathered(w.rows8 ? w.row_bytes : 0);
+  HWY_DYNAMIC_DISPATCH(GetRowT)(w, gguf_row(w, row, gathered.data()), dst);
 }
 
 const char* matmul_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetT)()); }

@@ -25,8 +25,9 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_bytes = 0;
-  // Optional: the same rows interleaved by 8 (rows8.h), which the 8-bit-activation decode kernels
-  // read instead of data when it is set. Everything else reads data.
+  // Optional: the same rows interleaved by 8 (rows8.h). When it is set, the 8-bit-activation
+  // decode kernels, prefill and get_row read it instead of data (so that the pages of data can be
+  // left out of memory); the other kernels read data, which must stay valid.
   const uint8_t* rows8 = nullptr;
 };
 

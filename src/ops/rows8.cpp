@@ -13,27 +13,59 @@ bool rows8_supported(const WeightMatrix& w) {
          w.row_bytes == static_cast<size_t>(w.n_in / 32 * q8_block::bytes(w.type));
 }
 
+namespace {
+
+// Where a block's bytes go in a group of 8 rows.
+struct Layout {
+  explicit Layout(const WeightMatrix& w)
+      : block(q8_block::bytes(w.type)), n_blocks(w.n_in / 32), head(w.type == GgmlType::Q4_1 ? 4 : 2),
+        n_chunks((block - head) / 4) {}
+  int64_t block;     // bytes of a block
+  int64_t n_blocks;  // per row
+  int64_t head;      // its scale (and min) bytes
+  int64_t n_chunks;  // its code bytes / 4
+
+  size_t group_block(int64_t g, int64_t b) const { return static_cast<size_t>((g * n_blocks + b) * 8 * block); }
+};
+
+}  // namespace
+
 AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
   if (!rows8_supported(w)) {
     fail(ErrorKind::kInvalidArgument, "interleave_rows8: a {} matrix of {} x {} cannot be interleaved by 8 rows",
          ggml_type_info(w.type).name, w.n_out, w.n_in);
   }
-  const int64_t bb = q8_block::bytes(w.type), nb = w.n_in / 32;
-  const int64_t head = w.type == GgmlType::Q4_1 ? 4 : 2;  // scale (and min) bytes of a block
-  const int64_t n_chunks = (bb - head) / 4;
+  const Layout l(w);
   AlignedVector<uint8_t> out(static_cast<size_t>(w.n_out) * w.row_bytes);
   for (int64_t g = 0; g < w.n_out / 8; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* o = out.data() + (g * nb + b) * 8 * bb;
+    for (int64_t b = 0; b < l.n_blocks; ++b) {
+      uint8_t* o = out.data() + l.group_block(g, b);
       for (int64_t r = 0; r < 8; ++r) {
-        const uint8_t* blk = w.data + static_cast<size_t>(g * 8 + r) * w.row_bytes + b * bb;
+        const uint8_t* blk = w.data + static_cast<size_t>(g * 8 + r) * w.row_bytes + b * l.block;
         std::memcpy(o + 2 * r, blk, 2);
-        if (head == 4) std::memcpy(o + 16 + 2 * r, blk + 2, 2);
-        for (int64_t k = 0; k < n_chunks; ++k) std::memcpy(o + 8 * head + 32 * k + 4 * r, blk + head + 4 * k, 4);
+        if (l.head == 4) std::memcpy(o + 16 + 2 * r, blk + 2, 2);
+        for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(o + 8 * l.head + 32 * k + 4 * r, blk + l.head + 4 * k, 4);
       }
     }
   }
   return out;
+}
+
+void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uint8_t* dst) {
+  const Layout l(w);
+  const int64_t r = row % 8;
+  for (int64_t b = b0; b < b1; ++b, dst += l.block) {
+    const uint8_t* in = w.rows8 + l.group_block(row / 8, b);
+    std::memcpy(dst, in + 2 * r, 2);
+    if (l.head == 4) std::memcpy(dst + 2, in + 16 + 2 * r, 2);
+    for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(dst + l.head + 4 * k, in + 8 * l.head + 32 * k + 4 * r, 4);
+  }
+}
+
+const uint8_t* gguf_row(const WeightMatrix& w, int64_t row, uint8_t* scratch) {
+  if (!w.rows8) return w.data + static_cast<size_t>(row) * w.row_bytes;
+  gather_row8(w, row, 0, w.n_in / 32, scratch);
+  return scratch;
 }
 
 }  // namespace snapkv

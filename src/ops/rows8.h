@@ -26,4 +26,14 @@ bool rows8_supported(const WeightMatrix& w);
 // The interleaved copy of w's rows (rows8_supported(w) must hold; Error(kInvalidArgument) if not).
 AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w);
 
+// Blocks [b0, b1) of row `row` of w.rows8 in the GGUF layout, into dst ((b1 - b0) x the block
+// bytes, at most kRows8MaxBlockBytes each): what prefill and the embedding lookup read of an
+// interleaved matrix. Unchecked.
+inline constexpr int64_t kRows8MaxBlockBytes = 34;  // Q8_0's
+void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uint8_t* dst);
+
+// Row `row` of w in the GGUF layout: in w.data, or when w.rows8 is set gathered from it into
+// `scratch` (w.row_bytes).
+const uint8_t* gguf_row(const WeightMatrix& w, int64_t row, uint8_t* scratch);
+
 }  // namespace snapkv

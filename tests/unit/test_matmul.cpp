@@ -11,8 +11,10 @@
 #include "ops/dequant.h"
 #include "ops/fp16.h"
 #include "ops/matmul.h"
+#include "ops/rows8.h"
 #include "support/random_weights.h"
 #include "support/simd_targets.h"
+#include "util/aligned_vector.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -210,6 +212,42 @@ TEST(MatmulMany, MatchesReferenceAndSeparateCalls) {
   std::vector<float> x(n_in), y(576), y2(4);
   const MatmulJob mixed[] = {{&ws[0], y.data()}, {&narrow, y2.data()}};
   EXPECT_THROW(matmul_many(mixed, x.data(), 1, pool1), Error);
+}
+
+// With a copy interleaved by 8 rows (rows8.h), prefill and get_row read the copy, so that the
+// file's rows may be out of memory: here data holds another matrix, and every target still gives
+// the results of the copied one (within the reference's bound, and bit for bit those of its own
+// rows), for a range of columns that ends in a partial tile.
+TEST(Matmul, PrefillAndGetRowReadTheInterleavedCopy) {
+  std::mt19937 rng(21);
+  ThreadPool pool(2);
+  const int64_t n_in = 320, n_out = 48, n_tok = 20;
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+    SCOPED_TRACE(type_name(type));
+    const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+    const std::vector<uint8_t> decoy = random_matrix(type, n_in, n_out, rng);
+    const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+    const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
+    WeightMatrix copy = make_weight_matrix(type, decoy.data(), n_in, n_out);
+    copy.rows8 = rows8.data();
+    const std::vector<float> x = random_floats(static_cast<size_t>(n_tok * n_in), rng);
+    const Expected want = expected(w, x, n_tok);
+    test::for_each_target([&] {
+      std::vector<float> y(want.y.size()), y_rows(want.y.size());
+      matmul(copy, x.data(), n_tok, y.data(), pool);
+      matmul(w, x.data(), n_tok, y_rows.data(), pool);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_LE(std::fabs(static_cast<double>(y[i]) - want.y[i]), want.bound[i]) << "output " << i;
+      }
+      EXPECT_EQ(std::memcmp(y.data(), y_rows.data(), y.size() * sizeof(float)), 0);
+      std::vector<float> got(static_cast<size_t>(n_in)), row(got.size());
+      for (int64_t r = 0; r < n_out; ++r) {
+        get_row(copy, r, got.data());
+        dequantize_row(type, m.data() + r * w.row_bytes, row.data(), n_in);
+        ASSERT_EQ(std::memcmp(got.data(), row.data(), row.size() * sizeof(float)), 0) << "row " << r;
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(kTypes),

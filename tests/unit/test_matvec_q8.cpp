@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -215,6 +216,32 @@ TEST(Q8Matvec, InterleavedRowsMatchTheReference) {
   EXPECT_THROW(interleave_rows8(make_weight_matrix(GgmlType::Q4_1, m.data(), 64, 12)), Error);
   m = random_matrix(GgmlType::Q4_K, 256, 8, rng);
   EXPECT_FALSE(rows8_supported(make_weight_matrix(GgmlType::Q4_K, m.data(), 256, 8)));
+}
+
+// gather_row8 gives back the GGUF bytes of any run of blocks of any row of the interleaved copy.
+TEST(Q8Matvec, GatherFromTheInterleavedCopyGivesTheGgufBlocks) {
+  std::mt19937 rng(17);
+  for (GgmlType type : kQ8Types) {
+    SCOPED_TRACE(ggml_type_info(type).name);
+    const int64_t n_in = 160, n_out = 16, nb = n_in / 32;
+    const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+    WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+    const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
+    w.rows8 = rows8.data();
+    const int64_t bb = q8_block::bytes(type);
+    for (int64_t r = 0; r < n_out; ++r) {
+      for (int64_t b0 = 0; b0 < nb; ++b0) {
+        for (int64_t b1 = b0 + 1; b1 <= nb; ++b1) {
+          std::vector<uint8_t> got(static_cast<size_t>((b1 - b0) * bb));
+          gather_row8(w, r, b0, b1, got.data());
+          ASSERT_EQ(std::memcmp(got.data(), m.data() + r * w.row_bytes + b0 * bb, got.size()), 0)
+              << "row " << r << " blocks " << b0 << ".." << b1;
+        }
+      }
+      std::vector<uint8_t> scratch(w.row_bytes);
+      ASSERT_EQ(std::memcmp(gguf_row(w, r, scratch.data()), m.data() + r * w.row_bytes, w.row_bytes), 0) << "row " << r;
+    }
+  }
 }
 
 TEST(Q8Matvec, Q8_0HandlesTheCodeMinus128) {
