@@ -43,7 +43,7 @@ struct Sample {
 
 // One measurement, run in the calling (child) process.
 Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   const auto tok = Tokenizer::from_gguf(*file);
   const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);

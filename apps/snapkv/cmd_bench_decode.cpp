@@ -73,7 +73,7 @@ struct Sample {
 
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   ThreadPool pool(o.threads);
   const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;

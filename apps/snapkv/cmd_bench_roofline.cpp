@@ -159,7 +159,9 @@ int bench_roofline(const RooflineOptions& o) {
   if (!pressed.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
   SessionOptions full = pressed;
   full.press = PressConfig{};
-  const auto file = GgufFile::open(o.model);
+  // Two models from one file read the file's rows alike only when it is in memory.
+  const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? o.model_flags.file_memory()
+                                                                          : GgufFile::Memory::kHugePages);
   const auto model = load_model(*file, o.model_flags.model_options());
   std::vector<const Model*> models{model.get()};
   std::unique_ptr<Model> versus;

@@ -43,7 +43,7 @@ int chat(const ChatOptions& o) {
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   const SessionOptions so = o.kv.session_options();
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const int n_ctx = o.ctx > 0 ? o.ctx : model->hparams().n_ctx_train;

@@ -150,7 +150,7 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   Timer wall;
   size_t n_files = 0;
   const std::string text = read_paul_graham_essays(o.data, &n_files);
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();

@@ -162,7 +162,7 @@ int run_suite_cmd(const SuiteOptions& o) {
   std::ofstream jsonl(jsonl_path, std::ios::app);
   if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write {}.jsonl there (--out)", o.out, o.suite);
 
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();

@@ -79,7 +79,7 @@ int run(const RunOptions& o) {
   }
 
   Timer load_timer;
-  const auto file = GgufFile::open(o.model);
+  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
   const auto model = load_model(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();

@@ -1,5 +1,6 @@
 #include "model_options.h"
 
+#include "ops/matvec_q8.h"
 #include "util/error.h"
 
 namespace snapkv::cli {
@@ -17,6 +18,11 @@ ModelOptions ModelFlags::model_options() const {
   else if (decode_activations == "q8") m.decode_activations = MatmulActivations::kQ8;
   else fail(ErrorKind::kInvalidArgument, "--decode-activations must be f32 or q8, got '{}'", decode_activations);
   return m;
+}
+
+GgufFile::Memory ModelFlags::file_memory() const {
+  const bool copies = model_options().decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
+  return copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
 }
 
 }  // namespace snapkv::cli

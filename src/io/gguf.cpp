@@ -222,6 +222,18 @@ GgufFile::~GgufFile() {
   }
 }
 
+void GgufFile::release(const uint8_t* p, size_t n) const {
+  if (p < base_ || n > size_ || static_cast<size_t>(p - base_) > size_ - n) {
+    fail(ErrorKind::kInvalidArgument, "{}: release of bytes outside the file", path_);
+  }
+  if (memory_ != Memory::kMapped) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // A shared mapping of a file: the pages stay in the page cache and are read again from there.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void GgufFile::parse_all() {
   Cursor c(base_, size_, path_);
   const uint32_t magic = c.read<uint32_t>("magic");

@@ -227,12 +227,14 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
   }
   // With 8-bit activations, decode reads copies of the matrices interleaved by 8 rows (rows8.h):
   // on Zen 4 the kernels run 1.4-2x as fast on them from the cache, and a decode step after a
-  // short prompt 1.3x. The file's rows stay for prefill and the embeddings (another model may be
-  // built from the same file), so each matrix copied takes twice its memory.
+  // short prompt 1.3x. Prefill and the embeddings read the copies too, so the file's pages of a
+  // copied matrix leave memory, one matrix after another, when the file is mapped
+  // (GgufFile::release; another model built from the same file reads them again from the file).
   if (opts_.decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar) {
     auto interleave = [&](WeightMatrix& w) {
       if (!rows8_supported(w)) return;
       w.rows8 = rows8_.emplace_back(interleave_rows8(w)).data();
+      f.release(w.data, static_cast<size_t>(w.n_out) * w.row_bytes);
     };
     for (Layer& L : layers_) {
       for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) interleave(*w);

@@ -30,6 +30,18 @@ inline const ReferenceModel& reference_model() {
   return m;
 }
 
+// The default model with 8-bit decode activations, from the file mapped as the CLI opens it for
+// them (cli::ModelFlags::file_memory): the file's pages of the matrices it copies are released.
+inline const ReferenceModel& reference_model_q8() {
+  static const ReferenceModel m = [] {
+    ReferenceModel r;
+    r.file = GgufFile::open(default_model_path(), GgufFile::Memory::kMapped);
+    r.model = load_model(*r.file, ModelOptions{MatmulActivations::kQ8});
+    return r;
+  }();
+  return m;
+}
+
 inline nlohmann::json load_fixture(const std::string& name) {
   std::ifstream in(fixture_path(name));
   EXPECT_TRUE(in.good()) << "missing fixture " << name;

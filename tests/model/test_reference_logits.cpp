@@ -71,7 +71,7 @@ TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
   const json fx = test::load_fixture("logits_transformers.json");
   const json& pos = fx["positions"];
   const std::vector<int32_t>& ids = test::essay_logits().ids;
-  const auto model = load_model(*test::reference_model().file, ModelOptions{MatmulActivations::kQ8});
+  const Model* model = test::reference_model_q8().model.get();
   const int n_vocab = model->hparams().n_vocab;
   const size_t n = 400;
   ThreadPool pool(2);

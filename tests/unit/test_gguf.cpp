@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "io/gguf.h"
 #include "support/gguf_writer.h"
+#include "support/paths.h"
+#include "util/memory.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -185,6 +188,27 @@ TEST(Gguf, TypedGettersNameTheKey) {
   }
   EXPECT_THROW(f->get_string("nope"), Error);
   EXPECT_THROW(f->tensor("nope.weight"), Error);
+}
+
+// release takes a mapped file's pages out of this process's memory (its resident size falls by
+// about their size), not its bytes (read again, they are the same); a file read into memory keeps
+// its pages; bytes outside the file are refused.
+TEST(Gguf, ReleaseDropsTheMappedPagesButNotTheBytes) {
+  for (GgufFile::Memory memory : {GgufFile::Memory::kMapped, GgufFile::Memory::kHugePages}) {
+    const auto f = GgufFile::open(test::default_model_path(), memory);
+    const GgufTensor& t = f->tensor("token_embd.weight");
+    const std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);  // every page in memory
+    const double before = static_cast<double>(current_rss_bytes());
+    f->release(t.data, t.n_bytes);
+    const double dropped = before - static_cast<double>(current_rss_bytes());
+    if (memory == GgufFile::Memory::kMapped) {
+      EXPECT_GT(dropped, 0.9 * static_cast<double>(t.n_bytes));
+    } else {
+      EXPECT_LT(dropped, 0.1 * static_cast<double>(t.n_bytes));
+    }
+    EXPECT_EQ(std::memcmp(bytes.data(), t.data, t.n_bytes), 0);
+    EXPECT_THROW(f->release(t.data, f->file_size()), Error);
+  }
 }
 
 TEST(Gguf, OpenReportsMissingFile) {
