@@ -21,7 +21,8 @@ ModelOptions ModelFlags::model_options() const {
 }
 
 GgufFile::Memory ModelFlags::file_memory() const {
-  const bool copies = model_options().decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
+  const bool copies =
+      model_options().decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
   return copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
 }
 

@@ -89,7 +89,6 @@ class GgufFile {
   std::vector<float> get_float_array(std::string_view key) const;
   std::vector<int64_t> get_int_array(std::string_view key) const;
 
-  Memory memory() const { return memory_; }
   // A mapped file's whole pages within [p, p + n), which must lie in the file, leave this
   // process's memory; they come back from the file if read again. Nothing happens for a file read
   // into memory, whose bytes have no other copy. For weights the model has copied.
