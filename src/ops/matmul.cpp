@@ -54,7 +54,7 @@ void MatmulOne(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, T
     int64_t r0, r1;
     split_rows(w.n_out, 8, ith, nth, &r0, &r1);
     float* row = matmul_detail::scratch(0, static_cast<size_t>(w.n_in));
-    std::vector<uint8_t> gathered(w.row_bytes);
+    std::vector<uint8_t> gathered(w.rows8 ? w.row_bytes : 0);
     for (int64_t r = r0; r < r1; ++r) {
       dequantize_row(w.type, gguf_row(w, r, gathered.data()), row, w.n_in);
       for (int64_t t = 0; t < n_tok; ++t) {

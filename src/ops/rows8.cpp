@@ -26,6 +26,15 @@ struct Layout {
   int64_t n_chunks;  // its code bytes / 4
 
   size_t group_block(int64_t g, int64_t b) const { return static_cast<size_t>((g * n_blocks + b) * 8 * block); }
+
+  // Calls f(offset in row r's block, offset in the group's block, bytes) for each piece of the
+  // block: its scale, its min (Q4_1), then its codes 4 bytes at a time.
+  template <class F>
+  void for_each_piece(int64_t r, F f) const {
+    f(0, 2 * r, 2);
+    if (head == 4) f(2, 16 + 2 * r, 2);
+    for (int64_t k = 0; k < n_chunks; ++k) f(head + 4 * k, 8 * head + 32 * k + 4 * r, 4);
+  }
 };
 
 }  // namespace
@@ -42,9 +51,9 @@ AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
       uint8_t* o = out.data() + l.group_block(g, b);
       for (int64_t r = 0; r < 8; ++r) {
         const uint8_t* blk = w.data + static_cast<size_t>(g * 8 + r) * w.row_bytes + b * l.block;
-        std::memcpy(o + 2 * r, blk, 2);
-        if (l.head == 4) std::memcpy(o + 16 + 2 * r, blk + 2, 2);
-        for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(o + 8 * l.head + 32 * k + 4 * r, blk + l.head + 4 * k, 4);
+        l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) {
+          std::memcpy(o + in_group, blk + in_row, n);
+        });
       }
     }
   }
@@ -56,9 +65,9 @@ void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uin
   const int64_t r = row % 8;
   for (int64_t b = b0; b < b1; ++b, dst += l.block) {
     const uint8_t* in = w.rows8 + l.group_block(row / 8, b);
-    std::memcpy(dst, in + 2 * r, 2);
-    if (l.head == 4) std::memcpy(dst + 2, in + 16 + 2 * r, 2);
-    for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(dst + l.head + 4 * k, in + 8 * l.head + 32 * k + 4 * r, 4);
+    l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) {
+      std::memcpy(dst + in_row, in + in_group, n);
+    });
   }
 }
 
