@@ -5,7 +5,7 @@
 //   prefill: a whole prompt (attention included) against its FLOPs / peak;
 //   decode: ms per token against (weight bytes + KV bytes read per token) / bandwidth, after a
 //     short prompt, and after a long one with the full cache and with a press; once against the
-//     best bandwidth read at the start, once against the bandwidth read during each run; with
+//     best bandwidth read at the start, once against the bandwidth read around each run; with
 //     --versus-activations, also with the other decode activations, the two taking turns token by
 //     token (on a machine whose speed drifts by tens of percent between runs, as the VMs here do,
 //     only such pairs compare the two).
@@ -106,42 +106,46 @@ struct Decoded {
 
 // The VMs here read memory at rates that switch between phases, seconds to minutes long (on the
 // Zen 4 VM about 31 and about 53 GB/s), so that a ceiling measured once says little about the
-// bandwidth a decode run had. Each run therefore also reads the bandwidth buffer once per
-// token: run_bandwidth[r] is what those reads got during run r (bytes read / seconds), which
-// gives each run its own bound.
+// bandwidth a decode run had. The bandwidth buffer is therefore read once before and once after
+// each run (a run of n tokens takes well under a second): run_bandwidth[r] is what those two
+// reads got together (bytes read / seconds), which gives run r its own bound.
 struct DecodeRuns {
   std::vector<Decoded> models;
   std::vector<double> run_bandwidth;
 };
 
 // Prefills the prompt once per model, each in its own session, then decodes reps runs of n tokens
-// (greedy), the models and a pass over the bandwidth buffer taking turns token by token, so that
-// a drift of the machine's speed reaches each alike: each model's median ms per token.
+// (greedy), the models taking turns token by token, so that a drift of the machine's speed reaches
+// each alike: each model's median ms per token. The read of the bandwidth buffer before a run
+// evicts the caches and the TLB a decode loop keeps warm from token to token, so each model first
+// decodes one untimed token.
 DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vector<int32_t>& prompt,
                         const SessionOptions& so, const RooflineOptions& o, std::span<const float> bandwidth_buffer,
                         ThreadPool& pool) {
   std::vector<std::unique_ptr<Session>> sessions;
   DecodeRuns d{std::vector<Decoded>(models.size()), {}};
   for (size_t m = 0; m < models.size(); ++m) {
-    sessions.push_back(std::make_unique<Session>(*models[m], static_cast<int>(prompt.size()) + o.n_decode * o.reps + 1,
-                                                 pool, so));
+    const int capacity = static_cast<int>(prompt.size()) + (o.n_decode + 1) * o.reps + 1;
+    sessions.push_back(std::make_unique<Session>(*models[m], capacity, pool, so));
     sessions[m]->prefill(prompt);
     d.models[m].kv_bytes = static_cast<double>(sessions[m]->kv().bytes());
   }
+  const auto decode_one = [&](size_t m) { sessions[m]->decode(greedy_token(sessions[m]->logits())); };
   const double buffer_bytes = static_cast<double>(bandwidth_buffer.size_bytes());
+  double read_before = buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
   for (int r = 0; r < o.reps; ++r) {
+    for (size_t m = 0; m < models.size(); ++m) decode_one(m);
     std::vector<double> seconds(models.size(), 0.0);
-    double read_seconds = 0;
     for (int i = 0; i < o.n_decode; ++i) {
-      read_seconds += buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
       for (size_t m = 0; m < models.size(); ++m) {
         Timer t;
-        const auto logits = sessions[m]->logits();
-        sessions[m]->decode(greedy_token(logits));
+        decode_one(m);
         seconds[m] += t.seconds();
       }
     }
-    d.run_bandwidth.push_back(buffer_bytes * o.n_decode / read_seconds);
+    const double read_after = buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
+    d.run_bandwidth.push_back(2 * buffer_bytes / (read_before + read_after));
+    read_before = read_after;
     for (size_t m = 0; m < models.size(); ++m) d.models[m].run_ms.push_back(seconds[m] * 1e3 / o.n_decode);
   }
   for (Decoded& m : d.models) m.ms_per_token = median(m.run_ms);
@@ -252,7 +256,7 @@ int bench_roofline(const RooflineOptions& o) {
     std::fflush(stdout);
   }
   // Each run against the bandwidth read alongside it (DecodeRuns), then the median of the runs.
-  fmt::print("\n| decode, bound from the bandwidth read during each run | measured | bandwidth | bound | "
+  fmt::print("\n| decode, bound from the bandwidth read around each run | measured | bandwidth | bound | "
              "measured / bound |\n|---|--:|--:|--:|--:|\n");
   for (size_t i = 0; i < decoded.size(); ++i) {
     const Decoded& d = decoded[i].models[0];
