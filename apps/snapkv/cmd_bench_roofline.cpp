@@ -107,7 +107,7 @@ struct Decoded {
 // The VMs here read memory at rates that switch between phases, seconds to minutes long (on the
 // Zen 4 VM about 31 and about 53 GB/s), so that a ceiling measured once says little about the
 // bandwidth a decode run had. The bandwidth buffer is therefore read once before and once after
-// each run (a run of n tokens takes well under a second): run_bandwidth[r] is what those two
+// each run (the default 32 tokens take well under a second): run_bandwidth[r] is what those two
 // reads got together (bytes read / seconds), which gives run r its own bound.
 struct DecodeRuns {
   std::vector<Decoded> models;
