@@ -7,7 +7,8 @@
 // the types that have it. Matmul[Q8]FromMemory/... is a decode matvec of the default model's types
 // and shapes with its weights read from memory rather than the cache, as in a decode step.
 // MatmulQ8Rows8[FromMemory]/... is MatmulQ8 on the copy interleaved by 8 rows (rows8.h) that
-// decode with 8-bit activations reads.
+// decode with 8-bit activations reads. Q8Rows8Kernel/{AVX2,VNNI}/... times each 8-bit kernel this
+// CPU runs on that copy (decode picks the fastest; the others run on older CPUs), one token.
 //
 //   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
@@ -22,6 +23,7 @@
 #include "ops/fp16.h"
 #include "ops/matmul.h"
 #include "ops/matvec_q8.h"
+#include "ops/row_split.h"
 #include "ops/rows8.h"
 #include "util/aligned_vector.h"
 #include "util/thread_pool.h"
@@ -96,6 +98,39 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
   state.SetLabel(act == MatmulActivations::kQ8 ? q8_kernel_name(q8_best_kernel()) : matmul_simd_target());
 }
 
+// One token times the interleaved copy with the 8-bit kernel k (as matvec_q8_many, without its
+// choice of kernel), from the cache or from memory as BM_Matmul.
+void BM_Q8Rows8Kernel(benchmark::State& state, Q8Kernel k, GgmlType type, int64_t n_in, int64_t n_out,
+                      bool from_memory) {
+  const int threads = static_cast<int>(state.range(0));
+  const std::vector<uint8_t> file = bench_weights(type, n_in, n_out);
+  const WeightMatrix gguf = make_weight_matrix(type, file.data(), n_in, n_out);
+  const AlignedVector<uint8_t> one = interleave_rows8(gguf);
+  const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
+  AlignedVector<uint8_t> data(one.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
+  const std::vector<float> x(static_cast<size_t>(n_in), 0.5f);
+  Q8Activations xq;
+  quantize_q8(x.data(), n_in, 1, xq, k);
+  std::vector<float> y(static_cast<size_t>(n_out));
+  ThreadPool pool(threads);
+  size_t c = 0;
+  for (auto _ : state) {
+    WeightMatrix w = gguf;
+    w.rows8 = data.data() + c * one.size();
+    pool.run([&](int ith, int nth) {
+      int64_t r0, r1;
+      split_rows(n_out, 8, ith, nth, &r0, &r1);
+      q8_matvec_rows(k, w, xq, y.data(), r0, r1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  state.counters["weight_B/s"] = benchmark::Counter(static_cast<double>(one.size()),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
 int register_all() {
   const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                             GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
@@ -142,6 +177,20 @@ int register_all() {
             ->ArgsProduct({{1}, {1, 2}})
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
+      }
+      for (Q8Kernel k : q8_kernels_supported()) {
+        if (k == Q8Kernel::kScalar) continue;  // the portable reference, not a decode kernel
+        for (bool from_memory : {false, true}) {
+          const std::string name = std::string("Q8Rows8Kernel/") + (k == Q8Kernel::kAvx2 ? "AVX2" : "VNNI") +
+                                   (from_memory ? "/FromMemory/" : "/") + std::string(ggml_type_info(type).name) + "/" +
+                                   std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Q8Rows8Kernel, k, type, shape[0], shape[1], from_memory)
+              ->ArgNames({"threads"})
+              ->Arg(1)
+              ->Arg(2)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }
