@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,17 @@ std::vector<uint8_t> bench_weights(GgmlType type, int64_t n_in, int64_t n_out) {
   return m;
 }
 
-// from_memory: each iteration multiplies the next of enough copies of the matrix (256 MiB in all,
-// in huge pages as the model's weights) that its weights come from memory, not from the cache.
+// Enough copies of a matrix's bytes (256 MiB in all, in huge pages as the model's weights) that
+// a pass over the next copy each iteration reads it from memory, or just one.
+AlignedVector<uint8_t> copies_of(std::span<const uint8_t> one, bool from_memory) {
+  const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
+  AlignedVector<uint8_t> data(one.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
+  return data;
+}
+
+// from_memory: each iteration multiplies the next of copies_of the matrix, so that its weights
+// come from memory, not from the cache.
 // rows8: the copies are of the matrix interleaved by 8 rows, which the 8-bit kernels read.
 void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, MatmulActivations act,
                bool from_memory, bool rows8) {
@@ -76,9 +86,8 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
     const AlignedVector<uint8_t> r = interleave_rows8(make_weight_matrix(type, file.data(), n_in, n_out));
     one.assign(r.begin(), r.end());
   }
-  const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
-  AlignedVector<uint8_t> data(one.size() * copies);
-  for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
+  const AlignedVector<uint8_t> data = copies_of(one, from_memory);
+  const size_t copies = data.size() / one.size();
   const AlignedVector<float> x(static_cast<size_t>(n_tok * n_in), 0.5f);  // as the engine's activations
   std::vector<float> y(static_cast<size_t>(n_tok * n_out));
   ThreadPool pool(threads);
@@ -106,9 +115,8 @@ void BM_Q8Rows8Kernel(benchmark::State& state, Q8Kernel k, GgmlType type, int64_
   const std::vector<uint8_t> file = bench_weights(type, n_in, n_out);
   const WeightMatrix gguf = make_weight_matrix(type, file.data(), n_in, n_out);
   const AlignedVector<uint8_t> one = interleave_rows8(gguf);
-  const size_t copies = from_memory ? std::max<size_t>(2, (size_t{256} << 20) / one.size()) : 1;
-  AlignedVector<uint8_t> data(one.size() * copies);
-  for (size_t c = 0; c < copies; ++c) std::memcpy(data.data() + c * one.size(), one.data(), one.size());
+  const AlignedVector<uint8_t> data = copies_of(one, from_memory);
+  const size_t copies = data.size() / one.size();
   const std::vector<float> x(static_cast<size_t>(n_in), 0.5f);
   Q8Activations xq;
   quantize_q8(x.data(), n_in, 1, xq, k);
