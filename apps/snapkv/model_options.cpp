@@ -1,6 +1,6 @@
 #include "model_options.h"
 
-#include "ops/matvec_q8.h"
+#include "ops/rows8.h"
 #include "util/error.h"
 
 namespace snapkv::cli {
@@ -21,9 +21,7 @@ ModelOptions ModelFlags::model_options() const {
 }
 
 GgufFile::Memory ModelFlags::file_memory() const {
-  const bool copies =
-      model_options().decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
-  return copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
+  return rows8_wanted(model_options().decode_activations) ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
 }
 
 }  // namespace snapkv::cli

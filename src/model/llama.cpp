@@ -15,7 +15,6 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
-#include "ops/matvec_q8.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
 #include "ops/rows8.h"
@@ -230,7 +229,7 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
   // short prompt 1.3x. Prefill and the embeddings read the copies too, so the file's pages of a
   // copied matrix leave memory, one matrix after another, when the file is mapped
   // (GgufFile::release; another model built from the same file reads them again from the file).
-  if (opts_.decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar) {
+  if (rows8_wanted(opts_.decode_activations)) {
     auto interleave = [&](WeightMatrix& w) {
       if (!rows8_supported(w)) return;
       w.rows8 = rows8_.emplace_back(interleave_rows8(w)).data();

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ops/matvec_q8.h"
 #include "ops/matvec_q8_block.h"
 #include "util/error.h"
 
@@ -11,6 +12,10 @@ bool rows8_supported(const WeightMatrix& w) {
   const bool type = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0;
   return type && w.n_out % 8 == 0 && w.n_in % 32 == 0 &&
          w.row_bytes == static_cast<size_t>(w.n_in / 32 * q8_block::bytes(w.type));
+}
+
+bool rows8_wanted(MatmulActivations decode_activations) {
+  return decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
 }
 
 namespace {

@@ -23,6 +23,11 @@ namespace snapkv {
 // Whether w can be interleaved: Q4_0, Q4_1 or Q8_0 with densely packed rows, n_out a multiple of 8.
 bool rows8_supported(const WeightMatrix& w);
 
+// Whether a model that decodes with these activations makes interleaved copies of its matrices:
+// with 8-bit activations on a CPU that runs the SIMD q8 kernels (the scalar one reads the GGUF
+// rows).
+bool rows8_wanted(MatmulActivations decode_activations);
+
 // The interleaved copy of w's rows (rows8_supported(w) must hold; Error(kInvalidArgument) if not).
 AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w);
 
