@@ -1,5 +1,5 @@
 // snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
-// every row (decode also against the bandwidth read during its runs, and token-paired with the
+// every row (decode also against the bandwidth read around its runs, and token-paired with the
 // other activations) and counts the weights a decode step reads as the model file holds them;
 // decode measures every contender at every length and batch size and writes its tables and
 // plots; both refuse bad parameters.
