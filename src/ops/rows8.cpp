@@ -44,16 +44,15 @@ struct Layout {
 
 }  // namespace
 
-AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
+void interleave_rows8(const WeightMatrix& w, uint8_t* out) {
   if (!rows8_supported(w)) {
     fail(ErrorKind::kInvalidArgument, "interleave_rows8: a {} matrix of {} x {} cannot be interleaved by 8 rows",
          ggml_type_info(w.type).name, w.n_out, w.n_in);
   }
   const Layout l(w);
-  AlignedVector<uint8_t> out(static_cast<size_t>(w.n_out) * w.row_bytes);
   for (int64_t g = 0; g < w.n_out / 8; ++g) {
     for (int64_t b = 0; b < l.n_blocks; ++b) {
-      uint8_t* o = out.data() + l.group_block(g, b);
+      uint8_t* o = out + l.group_block(g, b);
       for (int64_t r = 0; r < 8; ++r) {
         const uint8_t* blk = w.data + static_cast<size_t>(g * 8 + r) * w.row_bytes + b * l.block;
         l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) {
@@ -62,6 +61,11 @@ AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
       }
     }
   }
+}
+
+AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w) {
+  AlignedVector<uint8_t> out(static_cast<size_t>(w.n_out) * w.row_bytes);
+  interleave_rows8(w, out.data());
   return out;
 }
 

@@ -28,7 +28,9 @@ bool rows8_supported(const WeightMatrix& w);
 // rows).
 bool rows8_wanted(MatmulActivations decode_activations);
 
-// The interleaved copy of w's rows (rows8_supported(w) must hold; Error(kInvalidArgument) if not).
+// The interleaved copy of w's rows, into out (w.n_out * w.row_bytes bytes) or a new buffer
+// (rows8_supported(w) must hold; Error(kInvalidArgument) if not).
+void interleave_rows8(const WeightMatrix& w, uint8_t* out);
 AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w);
 
 // Blocks [b0, b1) of row `row` of w.rows8 in the GGUF layout, into dst ((b1 - b0) x the block
