@@ -46,12 +46,12 @@ void BM_Rope(benchmark::State& state) {
   RopeParams p;
   p.n_rot = kDim;
   p.freq_base = 100000;  // SmolLM2
-  const std::vector<double> inv_freq = p.inv_freq();
   std::vector<float> x = random_floats(static_cast<size_t>(n_tok * kHeads * kDim));
   std::vector<int32_t> pos(static_cast<size_t>(n_tok));
   std::iota(pos.begin(), pos.end(), 4000);
+  const RopeAngles angles = rope_angles(p, pos.data(), n_tok);
   for (auto _ : state) {
-    rope(x.data(), pos.data(), n_tok, kHeads, kDim, p, inv_freq);
+    rope(x.data(), angles, 0, n_tok, kHeads, kDim, p.mode);
     benchmark::DoNotOptimize(x.data());
     benchmark::ClobberMemory();
   }
@@ -59,6 +59,19 @@ void BM_Rope(benchmark::State& state) {
                                              benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Rope)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+// The angles, worked out once per forward call.
+void BM_RopeAngles(benchmark::State& state) {
+  const int64_t n_tok = state.range(0);
+  RopeParams p;
+  p.n_rot = kDim;
+  p.freq_base = 100000;
+  std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+  std::iota(pos.begin(), pos.end(), 4000);
+  for (auto _ : state) benchmark::DoNotOptimize(rope_angles(p, pos.data(), n_tok));
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RopeAngles)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace snapkv

@@ -68,13 +68,16 @@ class Llama final : public Model {
   // The pieces of a layer and of the output, shared by forward passes and batched decoding.
   // Embeddings of tokens into x [n, n_embd].
   void embed(std::span<const int32_t> tokens, float* x) const;
-  // Norm, Q/K/V projections and RoPE of n rows of x at positions pos, into s.q, s.k, s.v.
-  void project_qkv(int il, const float* x, const int32_t* pos, int64_t n, Scratch& s, ThreadPool& pool) const;
+  // Norm, Q/K/V projections and RoPE of n rows of x, the tokens first .. first + n - 1 of rot,
+  // into s.q, s.k, s.v.
+  void project_qkv(int il, const float* x, const RopeAngles& rot, int64_t first, int64_t n, Scratch& s,
+                   ThreadPool& pool) const;
   // Output projection of s.o and the feed-forward block, both added to x.
   void finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const;
-  // One chunk of tokens of one sequence through layer il; x [n, n_embd] is updated in place.
-  void layer_chunk(int il, float* x, const int32_t* pos, int64_t n, KvStore& kv, Scratch& s, ThreadPool& pool,
-                   LayerObserver* observer) const;
+  // One chunk of tokens of one sequence through layer il: n tokens at positions pos, the tokens
+  // first .. first + n - 1 of rot; x [n, n_embd] is updated in place.
+  void layer_chunk(int il, float* x, const int32_t* pos, const RopeAngles& rot, int64_t first, int64_t n,
+                   KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const;
   // Final norm and output matrix on n rows of x.
   void output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const;
 
@@ -86,7 +89,6 @@ class Llama final : public Model {
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   AlignedVector<uint8_t> rows8_;  // the interleaved copies that WeightMatrix::rows8 point to
-  std::vector<double> inv_freq_;
   size_t weight_bytes_ = 0;
 };
 
@@ -97,7 +99,8 @@ class LlamaPass final : public ForwardPass {
   LlamaPass(const Llama& m, std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
             LogitsMode mode, std::vector<float>& logits, ThreadPool& pool, LayerObserver* observer)
       : m_(m), positions_(positions), kv_(kv), mode_(mode), logits_(logits), pool_(pool), observer_(observer),
-        n_(static_cast<int64_t>(tokens.size())), x_(n_ * m.hparams().n_embd), scratch_(m.hparams(), std::min(kChunk, n_)) {
+        n_(static_cast<int64_t>(tokens.size())), x_(n_ * m.hparams().n_embd),
+        rot_(rope_angles(m.hparams().rope, positions.data(), n_)), scratch_(m.hparams(), std::min(kChunk, n_)) {
     m.embed(tokens, x_.data());
   }
 
@@ -105,7 +108,7 @@ class LlamaPass final : public ForwardPass {
     const int64_t e = m_.hparams().n_embd;
     if (il_ < m_.hparams().n_layer && n_ > 0) {
       const int64_t c = std::min(kChunk, n_ - c0_);
-      m_.layer_chunk(il_, x_.data() + c0_ * e, positions_.data() + c0_, c, kv_, scratch_, pool_, observer_);
+      m_.layer_chunk(il_, x_.data() + c0_ * e, positions_.data() + c0_, rot_, c0_, c, kv_, scratch_, pool_, observer_);
       c0_ += c;
       if (c0_ < n_) return false;
       if (observer_) observer_->layer_done(il_);
@@ -132,6 +135,7 @@ class LlamaPass final : public ForwardPass {
   LayerObserver* observer_;
   int64_t n_;
   std::vector<float> x_;  // residual stream [n, n_embd]
+  RopeAngles rot_;        // of every token
   Scratch scratch_;
   int il_ = 0;
   int64_t c0_ = 0;
@@ -204,7 +208,6 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
   }
   r.freq_factors = load_vector(f, "rope_freqs.weight", r.n_rot / 2, false);
   if (r.freq_base <= 0 || r.freq_scale <= 0) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
-  inv_freq_ = r.inv_freq();
 
   const int64_t d = h.head_dim, e = h.n_embd;
   layers_.resize(h.n_layer);
@@ -266,7 +269,8 @@ void Llama::embed(std::span<const int32_t> tokens, float* x) const {
   }
 }
 
-void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, Scratch& s, ThreadPool& pool) const {
+void Llama::project_qkv(int il, const float* x, const RopeAngles& rot, int64_t first, int64_t n, Scratch& s,
+                        ThreadPool& pool) const {
   const ModelHparams& h = hp_;
   const Layer& L = layers_[il];
   const int64_t nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
@@ -280,8 +284,8 @@ void Llama::project_qkv(int il, const float* x, const int32_t* pos, int64_t n, S
   if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
-    rope(s.q.data() + t0 * nq, pos + t0, t1 - t0, h.n_head, h.head_dim, h.rope, inv_freq_);
-    rope(s.k.data() + t0 * nkv, pos + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope, inv_freq_);
+    rope(s.q.data() + t0 * nq, rot, first + t0, t1 - t0, h.n_head, h.head_dim, h.rope.mode);
+    rope(s.k.data() + t0 * nkv, rot, first + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope.mode);
   });
 }
 
@@ -305,10 +309,10 @@ void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& po
   add_inplace(x, hn, n * e);
 }
 
-void Llama::layer_chunk(int il, float* x, const int32_t* pos, int64_t n, KvStore& kv, Scratch& s, ThreadPool& pool,
-                        LayerObserver* observer) const {
+void Llama::layer_chunk(int il, float* x, const int32_t* pos, const RopeAngles& rot, int64_t first, int64_t n,
+                        KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const {
   const ModelHparams& h = hp_;
-  project_qkv(il, x, pos, n, s, pool);
+  project_qkv(il, x, rot, first, n, s, pool);
   kv.append(il, n, s.k.data(), s.v.data(), pos);
   attention(s.q.data(), pos, n, h.n_head, h.head_dim, kv.layer(il), s.o.data(), pool, s.lse.data());
   if (observer) observer->queries(il, n, s.q.data(), pos, s.lse.data(), kv);
@@ -347,10 +351,11 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
   }
   std::vector<float> x(n * e);  // one residual row per sequence
   embed(tokens, x.data());
+  const RopeAngles rot = rope_angles(h.rope, pos.data(), n);
   Scratch s(h, n);
   std::vector<std::span<const KvHeadView>> views(n);
   for (int il = 0; il < h.n_layer; ++il) {
-    project_qkv(il, x.data(), pos.data(), n, s, pool);
+    project_qkv(il, x.data(), rot, 0, n, s, pool);
     // Attention is the only per-sequence part: each row reads its own cache.
     for (int64_t b = 0; b < n; ++b) {
       KvStore& kv = *rows[b].kv;

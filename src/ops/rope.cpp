@@ -14,24 +14,35 @@ std::vector<double> RopeParams::inv_freq() const {
   return f;
 }
 
-void rope(float* x, const int32_t* positions, int64_t n_tok, int n_head, int head_dim,
-          const RopeParams& p, const std::vector<double>& inv_freq) {
-  const int half = p.n_rot / 2;
-  std::vector<float> cs(half), sn(half);
+RopeAngles rope_angles(const RopeParams& p, const int32_t* positions, int64_t n_tok) {
+  const std::vector<double> inv_freq = p.inv_freq();
+  RopeAngles a;
+  a.half = p.n_rot / 2;
+  a.cos.resize(static_cast<size_t>(n_tok * a.half));
+  a.sin.resize(a.cos.size());
   for (int64_t t = 0; t < n_tok; ++t) {
-    for (int i = 0; i < half; ++i) {
+    for (int64_t i = 0; i < a.half; ++i) {
       const double theta = positions[t] * inv_freq[i];
-      cs[i] = static_cast<float>(std::cos(theta));
-      sn[i] = static_cast<float>(std::sin(theta));
+      a.cos[t * a.half + i] = static_cast<float>(std::cos(theta));
+      a.sin[t * a.half + i] = static_cast<float>(std::sin(theta));
     }
+  }
+  return a;
+}
+
+void rope(float* x, const RopeAngles& a, int64_t t0, int64_t n_tok, int n_head, int head_dim, RopeMode mode) {
+  const int64_t half = a.half;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* cs = a.cos.data() + (t0 + t) * half;
+    const float* sn = a.sin.data() + (t0 + t) * half;
     for (int h = 0; h < n_head; ++h) {
       float* v = x + (t * n_head + h) * head_dim;
-      for (int i = 0; i < half; ++i) {
-        const int a = p.mode == RopeMode::kNormal ? 2 * i : i;
-        const int b = p.mode == RopeMode::kNormal ? 2 * i + 1 : i + half;
-        const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * cs[i] - x1 * sn[i];
-        v[b] = x0 * sn[i] + x1 * cs[i];
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t j = mode == RopeMode::kNormal ? 2 * i : i;
+        const int64_t k = mode == RopeMode::kNormal ? 2 * i + 1 : i + half;
+        const float x0 = v[j], x1 = v[k];
+        v[j] = x0 * cs[i] - x1 * sn[i];
+        v[k] = x0 * sn[i] + x1 * cs[i];
       }
     }
   }

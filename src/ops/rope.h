@@ -17,11 +17,21 @@ struct RopeParams {
   double freq_scale = 1;      // 1 / linear scaling factor
   std::vector<float> freq_factors;  // per pair divisor (Llama-3.1 rope_freqs), empty = all 1
 
-  // Inverse frequencies per rotated pair, computed once.
+  // Inverse frequencies per rotated pair.
   std::vector<double> inv_freq() const;
 };
 
-void rope(float* x, const int32_t* positions, int64_t n_tok, int n_head, int head_dim,
-          const RopeParams& p, const std::vector<double>& inv_freq);
+// The cosines and sines of n_tok tokens' angles theta_i (in double, rounded to float),
+// [n_tok][n_rot / 2] each. A forward call works them out once for the queries and keys of all its
+// layers: one token's 32 pairs cost 64 calls of the math library, which each of 30 layers made
+// twice before (1-2 % of a decode step of the default model).
+struct RopeAngles {
+  int64_t half = 0;  // n_rot / 2
+  std::vector<float> cos, sin;
+};
+RopeAngles rope_angles(const RopeParams& p, const int32_t* positions, int64_t n_tok);
+
+// Rotates n_tok rows of x by the angles of tokens t0 .. t0 + n_tok - 1 of a.
+void rope(float* x, const RopeAngles& a, int64_t t0, int64_t n_tok, int n_head, int head_dim, RopeMode mode);
 
 }  // namespace snapkv

@@ -32,7 +32,7 @@ TEST(Rope, NormalRotatesAdjacentPairs) {
   EXPECT_DOUBLE_EQ(inv[1], 0.1);  // 100^(-2/4)
   std::vector<float> x = {1, 0, 1, 0};
   const int32_t pos = 2;
-  rope(x.data(), &pos, 1, 1, 4, p, inv);
+  rope(x.data(), rope_angles(p, &pos, 1), 0, 1, 1, 4, p.mode);
   EXPECT_NEAR(x[0], std::cos(2.0), 1e-6);
   EXPECT_NEAR(x[1], std::sin(2.0), 1e-6);
   EXPECT_NEAR(x[2], std::cos(0.2), 1e-6);
@@ -44,16 +44,32 @@ TEST(Rope, NeoxRotatesHalvesAndKeepsUnrotatedTail) {
   p.mode = RopeMode::kNeox;
   p.n_rot = 4;
   p.freq_base = 100.0;
-  const auto inv = p.inv_freq();
   std::vector<float> x = {1, 1, 0, 0, 7, 8};  // head_dim 6, last 2 not rotated
   const int32_t pos = 3;
-  rope(x.data(), &pos, 1, 1, 6, p, inv);
+  rope(x.data(), rope_angles(p, &pos, 1), 0, 1, 1, 6, p.mode);
   EXPECT_NEAR(x[0], std::cos(3.0), 1e-6);
   EXPECT_NEAR(x[2], std::sin(3.0), 1e-6);
   EXPECT_NEAR(x[1], std::cos(0.3), 1e-6);
   EXPECT_NEAR(x[3], std::sin(0.3), 1e-6);
   EXPECT_EQ(x[4], 7);
   EXPECT_EQ(x[5], 8);
+}
+
+TEST(Rope, RotatesByTheAnglesOfTheGivenTokens) {
+  RopeParams p;
+  p.n_rot = 4;
+  p.freq_base = 100.0;
+  const int32_t pos[] = {2, 5};
+  const RopeAngles a = rope_angles(p, pos, 2);
+  ASSERT_EQ(a.half, 2);
+  EXPECT_EQ(a.cos[2], static_cast<float>(std::cos(5.0)));
+  EXPECT_EQ(a.sin[3], static_cast<float>(std::sin(0.5)));
+  std::vector<float> x = {1, 0, 1, 0};  // one row: the second token's
+  rope(x.data(), a, 1, 1, 1, 4, p.mode);
+  EXPECT_NEAR(x[0], std::cos(5.0), 1e-6);
+  EXPECT_NEAR(x[1], std::sin(5.0), 1e-6);
+  EXPECT_NEAR(x[2], std::cos(0.5), 1e-6);
+  EXPECT_NEAR(x[3], std::sin(0.5), 1e-6);
 }
 
 TEST(Rope, LinearScalingAndFreqFactors) {
