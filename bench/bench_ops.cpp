@@ -1,15 +1,18 @@
 // Micro-benchmarks of the small per-token kernels at the default model's shapes (hidden 576,
-// 9 query heads and 3 KV heads of size 64): RMSNorm over n_tok rows and RoPE over the query and
-// key heads of n_tok tokens. Counter: B/s = bytes read and written per second (both work in place
-// or row by row, so each is one pass over its rows).
+// 9 query heads and 3 KV heads of size 64, 49,152 logits): RMSNorm over n_tok rows, RoPE over the
+// query and key heads of n_tok tokens (and its angles, once per forward call), and the argmax of
+// the greedy token (against std::max_element). Counter: B/s = bytes read and written per second
+// (each works in place or row by row, so each is one pass over its rows).
 //
-//   snapkv_bench --benchmark_filter='RmsNorm|Rope'
+//   snapkv_bench --benchmark_filter='RmsNorm|Rope|Argmax'
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
 
@@ -72,6 +75,19 @@ void BM_RopeAngles(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RopeAngles)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+// The greedy token over the default model's vocabulary, against std::max_element.
+void BM_Argmax(benchmark::State& state) {
+  const std::vector<float> logits = random_floats(49152);
+  const bool simd = state.range(0) == 1;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(simd ? argmax(logits.data(), static_cast<int64_t>(logits.size()))
+                                  : std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  state.counters["B/s"] = benchmark::Counter(static_cast<double>(logits.size() * sizeof(float)),
+                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Argmax)->ArgName("simd")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace snapkv

@@ -4,12 +4,13 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "ops/elementwise.h"
 #include "util/error.h"
 
 namespace snapkv {
 
 int32_t greedy_token(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return static_cast<int32_t>(argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 std::string SamplingParams::validate() const {

@@ -1,5 +1,5 @@
-// Element-wise steps between the matmuls; SiLU·up compiled per SIMD target (Highway
-// foreach_target), as its exp is most of the step.
+// Element-wise steps between the matmuls, and the argmax of the logits; SiLU·up (its exp is most
+// of the step) and the argmax compiled per SIMD target (Highway foreach_target).
 #include "ops/elementwise.h"
 
 #include <cmath>
@@ -34,6 +34,33 @@ void SiluMulT(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, int64_t n)
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// The first i with x[i] the largest value of x; NaNs are passed over (0 if all are NaN).
+int64_t ArgmaxT(const float* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto lowest = hn::Set(df, -HUGE_VALF);
+  // The largest value, NaN lanes read as -inf; two running maxima, so the loads overlap.
+  auto m0 = lowest, m1 = lowest;
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto a = hn::LoadU(df, x + i), b = hn::LoadU(df, x + i + lanes);
+    m0 = hn::Max(m0, hn::IfThenElse(hn::Eq(a, a), a, lowest));
+    m1 = hn::Max(m1, hn::IfThenElse(hn::Eq(b, b), b, lowest));
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(df, hn::Max(m0, m1)));
+  for (int64_t j = i; j < n; ++j) m = x[j] > m ? x[j] : m;
+  // Then where it first occurs.
+  const auto mv = hn::Set(df, m);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    const intptr_t k = hn::FindFirstTrue(df, hn::Eq(hn::LoadU(df, x + i), mv));
+    if (k >= 0) return i + k;
+  }
+  for (; i < n; ++i) {
+    if (x[i] == m) return i;
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace snapkv
@@ -43,12 +70,15 @@ HWY_AFTER_NAMESPACE();
 namespace snapkv {
 
 HWY_EXPORT(SiluMulT);
+HWY_EXPORT(ArgmaxT);
 
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
 void silu_mul_inplace(float* gate, const float* up, int64_t n) { HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, n); }
+
+int64_t argmax(const float* x, int64_t n) { return n > 0 ? HWY_DYNAMIC_DISPATCH(ArgmaxT)(x, n) : 0; }
 
 void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) {
   for (int64_t r = 0; r < n_rows; ++r) add_inplace(y + r * n, b, n);

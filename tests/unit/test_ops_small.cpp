@@ -1,7 +1,11 @@
-// Hand-computed checks of the small ops: RMSNorm, RoPE (both pairings), SwiGLU.
+// Checks of the small ops: RMSNorm, RoPE (both pairings), SwiGLU, by hand and against double;
+// argmax against std::max_element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include "ops/elementwise.h"
 #include "ops/norm.h"
@@ -81,6 +85,33 @@ TEST(Rope, LinearScalingAndFreqFactors) {
   const auto inv = p.inv_freq();
   EXPECT_DOUBLE_EQ(inv[0], 0.5);
   EXPECT_DOUBLE_EQ(inv[1], 0.1 * 0.5 / 4.0);
+}
+
+// On every target, lengths around the vector widths, against std::max_element: the first of
+// equal largest values, wherever it lies.
+TEST(Argmax, FindsWhatMaxElementFindsOnEveryTarget) {
+  test::for_each_target([] {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> small(-3, 3);  // few values: many ties
+    for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 49152}) {
+      for (int rep = 0; rep < 4; ++rep) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x) v = static_cast<float>(small(rng)) * 0.5f;
+        if (rep == 1) x.back() = 10.0f;  // the largest last, in the scalar tail
+        const auto want = std::max_element(x.begin(), x.end()) - x.begin();
+        EXPECT_EQ(argmax(x.data(), n), want) << "n " << n << " rep " << rep;
+      }
+    }
+  });
+}
+
+TEST(Argmax, PassesOverNaN) {
+  const float nan = std::nanf("");
+  const std::vector<float> x = {nan, 1.0f, nan, 3.0f, -HUGE_VALF, 3.0f, nan};
+  EXPECT_EQ(argmax(x.data(), 7), 3);
+  const std::vector<float> all_nan(40, nan);
+  EXPECT_EQ(argmax(all_nan.data(), 40), 0);
+  EXPECT_EQ(argmax(x.data(), 0), 0);
 }
 
 TEST(SwiGlu, HandComputed) {
