@@ -53,7 +53,7 @@ void quantize_blocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, flo
 
 }  // namespace
 
-void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel, bool pairs) {
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel) {
   if (n_in <= 0 || n_in % kQ8Block != 0) {
     fail(ErrorKind::kInvalidArgument, "quantize_q8: n_in {} is not a positive multiple of {}", n_in, kQ8Block);
   }
@@ -63,7 +63,7 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
   out.n_in = n_in;
   out.n_tok = n_tok;
   out.q.resize(static_cast<size_t>(n_tok * n_in));
-  out.q_pairs.resize(pairs ? static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block) : 0);
+  out.q_pairs.resize(static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block));
   out.d4.resize(static_cast<size_t>(n_blocks * 4));
   out.sum4.resize(static_cast<size_t>(n_blocks * 4));
   if (kernel == Q8Kernel::kScalar) {
@@ -71,7 +71,7 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
   } else {
     q8_x86_quantize(x, n_blocks, out.q.data(), out.d4.data(), out.sum4.data());
   }
-  for (int64_t t = 0; pairs && t < n_tok; ++t) {
+  for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t p = 0; p < n_pairs; ++p) {
       const int8_t* a = out.q.data() + t * n_in + p * 2 * kQ8Block;
       int8_t* dst = out.q_pairs.data() + (t * n_pairs + p) * 2 * kQ8Block;
@@ -144,10 +144,6 @@ void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, f
   if (w.rows8 && (r0 % 8 != 0 || r1 % 8 != 0)) {
     fail(ErrorKind::kInvalidArgument, "q8_matvec_rows: rows [{}, {}) of a matrix interleaved by 8 rows", r0, r1);
   }
-  if (!w.rows8 && w.type != GgmlType::Q8_0 && x.q_pairs.empty() && w.n_in >= 2 * kQ8Block && x.n_tok > 0) {
-    fail(ErrorKind::kInvalidArgument, "q8_matvec_rows: {} rows need the activations' block pairs, which were not made",
-         ggml_type_info(w.type).name);
-  }
   q8_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
 }
 
@@ -164,8 +160,7 @@ void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_t
   thread_local Q8Activations buffer;
   Q8Activations& xq = buffer;
   const Q8Kernel kernel = q8_best_kernel();
-  const bool pairs = std::any_of(jobs.begin(), jobs.end(), [](const MatmulJob& j) { return j.w->rows8 == nullptr; });
-  quantize_q8(x, jobs[0].w->n_in, n_tok, xq, kernel, pairs);
+  quantize_q8(x, jobs[0].w->n_in, n_tok, xq, kernel);
   int64_t work = 0;
   for (const MatmulJob& j : jobs) {
     check_shapes(*j.w, xq, "matvec_q8_many");

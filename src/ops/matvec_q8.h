@@ -34,8 +34,7 @@ struct Q8Activations {
   std::vector<int8_t> q;     // [n_tok][n_in]: x ≈ d * q within each block of 32
   // q again, each pair of blocks (A, B) as A[0..16) B[0..16) A[16..32) B[16..32): the order of the
   // low and high nibbles of two Q4 blocks' codes. [n_tok][n_in / 64][64]; an odd last block is
-  // left out. Only the SIMD kernels on Q4_0 and Q4_1 rows without an interleaved copy read it;
-  // empty when quantize_q8 was told that none will.
+  // left out.
   std::vector<int8_t> q_pairs;
   std::vector<float> d4;     // [n_tok][n_in / 32][4]: the block's scale d
   std::vector<float> sum4;   // [n_tok][n_in / 32][4]: a quarter of d * (sum of the block's q)
@@ -51,12 +50,10 @@ Q8Kernel q8_best_kernel();
 
 // Rounds x ([n_tok][n_in] f32) into out, reusing its storage; with any kernel but kScalar (one
 // this CPU runs) in AVX2, with the same results. A block with a value that is not finite gets a
-// NaN scale and all-zero codes, so its products come out NaN. With pairs false, out.q_pairs is
-// left empty (a decode step whose matrices all have interleaved copies skips that copy of the
-// codes). Throws Error(kInvalidArgument) when n_in is not a positive multiple of 32 or n_tok is
-// negative.
+// NaN scale and all-zero codes, so its products come out NaN. Throws Error(kInvalidArgument) when
+// n_in is not a positive multiple of 32 or n_tok is negative.
 void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out,
-                 Q8Kernel kernel = q8_best_kernel(), bool pairs = true);
+                 Q8Kernel kernel = q8_best_kernel());
 
 // Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
 bool q8_supports(GgmlType type);
@@ -64,8 +61,7 @@ bool q8_supports(GgmlType type);
 // y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
 // y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in. The
 // SIMD kernels read w.rows8 where it is set (then r0 and r1 must be multiples of 8), the scalar
-// kernel always reads w.data. Throws Error(kInvalidArgument) for rows the kernel cannot take, and
-// when a SIMD kernel would need x.q_pairs and it is empty.
+// kernel always reads w.data.
 void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0,
                     int64_t r1);
 

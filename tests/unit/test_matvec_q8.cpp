@@ -105,31 +105,6 @@ TEST(QuantizeQ8, EveryKernelMatchesTheScalarLoop) {
   }
 }
 
-// Without the pairs the rest is the same, and a kernel that would read them refuses.
-TEST(QuantizeQ8, PairsCanBeLeftOut) {
-  std::mt19937 rng(11);
-  const std::vector<float> x = random_floats(128 * 2, rng);
-  const std::vector<uint8_t> rows = random_matrix(GgmlType::Q4_1, 128, 8, rng);
-  const WeightMatrix w = make_weight_matrix(GgmlType::Q4_1, rows.data(), 128, 8);
-  for (Q8Kernel k : q8_kernels_supported()) {
-    SCOPED_TRACE(q8_kernel_name(k));
-    Q8Activations with, without;
-    quantize_q8(x.data(), 128, 2, with, k);
-    quantize_q8(x.data(), 128, 2, without, k, false);
-    EXPECT_EQ(with.q_pairs.size(), 128u * 2);
-    EXPECT_TRUE(without.q_pairs.empty());
-    EXPECT_EQ(without.q, with.q);
-    EXPECT_EQ(without.d4, with.d4);
-    EXPECT_EQ(without.sum4, with.sum4);
-    std::vector<float> y(16);
-    if (k == Q8Kernel::kScalar) {
-      q8_matvec_rows(k, w, without, y.data(), 0, 8);  // reads q, never the pairs
-    } else {
-      EXPECT_THROW(q8_matvec_rows(k, w, without, y.data(), 0, 8), Error);
-    }
-  }
-}
-
 TEST(QuantizeQ8, NonFiniteBlocksGiveNaNScalesAndErrorsAreClear) {
   std::vector<float> x(96, 0.5f);
   x[3] = std::numeric_limits<float>::quiet_NaN();
