@@ -52,7 +52,7 @@ void BM_Rope(benchmark::State& state) {
   std::vector<float> x = random_floats(static_cast<size_t>(n_tok * kHeads * kDim));
   std::vector<int32_t> pos(static_cast<size_t>(n_tok));
   std::iota(pos.begin(), pos.end(), 4000);
-  const RopeAngles angles = rope_angles(p, pos.data(), n_tok);
+  const RopeAngles angles = rope_angles(p.inv_freq(), pos.data(), n_tok);
   for (auto _ : state) {
     rope(x.data(), angles, 0, n_tok, kHeads, kDim, p.mode);
     benchmark::DoNotOptimize(x.data());
@@ -71,7 +71,8 @@ void BM_RopeAngles(benchmark::State& state) {
   p.freq_base = 100000;
   std::vector<int32_t> pos(static_cast<size_t>(n_tok));
   std::iota(pos.begin(), pos.end(), 4000);
-  for (auto _ : state) benchmark::DoNotOptimize(rope_angles(p, pos.data(), n_tok));
+  const std::vector<double> inv_freq = p.inv_freq();
+  for (auto _ : state) benchmark::DoNotOptimize(rope_angles(inv_freq, pos.data(), n_tok));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tok), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RopeAngles)->ArgName("n_tok")->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);

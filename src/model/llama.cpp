@@ -68,6 +68,10 @@ class Llama final : public Model {
   // The pieces of a layer and of the output, shared by forward passes and batched decoding.
   // Embeddings of tokens into x [n, n_embd].
   void embed(std::span<const int32_t> tokens, float* x) const;
+  // RoPE's angles of the tokens at these positions, for project_qkv.
+  RopeAngles angles(std::span<const int32_t> positions) const {
+    return rope_angles(inv_freq_, positions.data(), static_cast<int64_t>(positions.size()));
+  }
   // Norm, Q/K/V projections and RoPE of n rows of x, the tokens first .. first + n - 1 of rot,
   // into s.q, s.k, s.v.
   void project_qkv(int il, const float* x, const RopeAngles& rot, int64_t first, int64_t n, Scratch& s,
@@ -89,6 +93,7 @@ class Llama final : public Model {
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   AlignedVector<uint8_t> rows8_;  // the interleaved copies that WeightMatrix::rows8 point to
+  std::vector<double> inv_freq_;
   size_t weight_bytes_ = 0;
 };
 
@@ -100,7 +105,7 @@ class LlamaPass final : public ForwardPass {
             LogitsMode mode, std::vector<float>& logits, ThreadPool& pool, LayerObserver* observer)
       : m_(m), positions_(positions), kv_(kv), mode_(mode), logits_(logits), pool_(pool), observer_(observer),
         n_(static_cast<int64_t>(tokens.size())), x_(n_ * m.hparams().n_embd),
-        rot_(rope_angles(m.hparams().rope, positions.data(), n_)), scratch_(m.hparams(), std::min(kChunk, n_)) {
+        rot_(m.angles(positions)), scratch_(m.hparams(), std::min(kChunk, n_)) {
     m.embed(tokens, x_.data());
   }
 
@@ -208,6 +213,7 @@ Llama::Llama(const GgufFile& f, const ModelOptions& options) {
   }
   r.freq_factors = load_vector(f, "rope_freqs.weight", r.n_rot / 2, false);
   if (r.freq_base <= 0 || r.freq_scale <= 0) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
+  inv_freq_ = r.inv_freq();
 
   const int64_t d = h.head_dim, e = h.n_embd;
   layers_.resize(h.n_layer);
@@ -351,7 +357,7 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
   }
   std::vector<float> x(n * e);  // one residual row per sequence
   embed(tokens, x.data());
-  const RopeAngles rot = rope_angles(h.rope, pos.data(), n);
+  const RopeAngles rot = angles(pos);
   Scratch s(h, n);
   std::vector<std::span<const KvHeadView>> views(n);
   for (int il = 0; il < h.n_layer; ++il) {

@@ -14,10 +14,9 @@ std::vector<double> RopeParams::inv_freq() const {
   return f;
 }
 
-RopeAngles rope_angles(const RopeParams& p, const int32_t* positions, int64_t n_tok) {
-  const std::vector<double> inv_freq = p.inv_freq();
+RopeAngles rope_angles(const std::vector<double>& inv_freq, const int32_t* positions, int64_t n_tok) {
   RopeAngles a;
-  a.half = p.n_rot / 2;
+  a.half = static_cast<int64_t>(inv_freq.size());
   a.cos.resize(static_cast<size_t>(n_tok * a.half));
   a.sin.resize(a.cos.size());
   for (int64_t t = 0; t < n_tok; ++t) {

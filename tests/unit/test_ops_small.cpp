@@ -36,7 +36,7 @@ TEST(Rope, NormalRotatesAdjacentPairs) {
   EXPECT_DOUBLE_EQ(inv[1], 0.1);  // 100^(-2/4)
   std::vector<float> x = {1, 0, 1, 0};
   const int32_t pos = 2;
-  rope(x.data(), rope_angles(p, &pos, 1), 0, 1, 1, 4, p.mode);
+  rope(x.data(), rope_angles(inv, &pos, 1), 0, 1, 1, 4, p.mode);
   EXPECT_NEAR(x[0], std::cos(2.0), 1e-6);
   EXPECT_NEAR(x[1], std::sin(2.0), 1e-6);
   EXPECT_NEAR(x[2], std::cos(0.2), 1e-6);
@@ -50,7 +50,7 @@ TEST(Rope, NeoxRotatesHalvesAndKeepsUnrotatedTail) {
   p.freq_base = 100.0;
   std::vector<float> x = {1, 1, 0, 0, 7, 8};  // head_dim 6, last 2 not rotated
   const int32_t pos = 3;
-  rope(x.data(), rope_angles(p, &pos, 1), 0, 1, 1, 6, p.mode);
+  rope(x.data(), rope_angles(p.inv_freq(), &pos, 1), 0, 1, 1, 6, p.mode);
   EXPECT_NEAR(x[0], std::cos(3.0), 1e-6);
   EXPECT_NEAR(x[2], std::sin(3.0), 1e-6);
   EXPECT_NEAR(x[1], std::cos(0.3), 1e-6);
@@ -64,7 +64,7 @@ TEST(Rope, RotatesByTheAnglesOfTheGivenTokens) {
   p.n_rot = 4;
   p.freq_base = 100.0;
   const int32_t pos[] = {2, 5};
-  const RopeAngles a = rope_angles(p, pos, 2);
+  const RopeAngles a = rope_angles(p.inv_freq(), pos, 2);
   ASSERT_EQ(a.half, 2);
   EXPECT_EQ(a.cos[2], static_cast<float>(std::cos(5.0)));
   EXPECT_EQ(a.sin[3], static_cast<float>(std::sin(0.5)));
