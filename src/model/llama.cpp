@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
+#include "ops/ffn.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
@@ -306,12 +307,7 @@ void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& po
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     rms_norm(x + t0 * e, L.ffn_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
   });
-  const MatmulJob gate_up[] = {{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}};
-  matmul_many(gate_up, hn, n, pool, opts_.decode_activations);
-  over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
-    silu_mul_inplace(s.gate.data() + t0 * h.n_ff, s.up.data() + t0 * h.n_ff, (t1 - t0) * h.n_ff);
-  });
-  matmul(L.w_down, s.gate.data(), n, hn, pool, opts_.decode_activations);
+  swiglu_ffn(L.w_gate, L.w_up, L.w_down, hn, n, s.gate.data(), s.up.data(), hn, pool, opts_.decode_activations);
   add_inplace(x, hn, n * e);
 }
 

@@ -427,10 +427,14 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
   return w;
 }
 
+bool matmul_rounds_to_q8(MatmulActivations act, int64_t n_tok, GgmlType type) {
+  return act == MatmulActivations::kQ8 && n_tok <= kMatmulDecodeMaxTokens && q8_supports(type);
+}
+
 namespace {
 void run_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) {
-  const bool q8 = act == MatmulActivations::kQ8 && n_tok <= kMatmulDecodeMaxTokens &&
-                  std::all_of(jobs.begin(), jobs.end(), [](const MatmulJob& j) { return q8_supports(j.w->type); });
+  const bool q8 = std::all_of(jobs.begin(), jobs.end(),
+                              [&](const MatmulJob& j) { return matmul_rounds_to_q8(act, n_tok, j.w->type); });
   if (q8) return matvec_q8_many(jobs, x, n_tok, pool);
   HWY_DYNAMIC_DISPATCH(MatmulManyT)(jobs.data(), jobs.size(), x, n_tok, pool);
 }

@@ -47,6 +47,10 @@ inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 // weights are all Q4_0, Q4_1 or Q8_0; any other call runs as kF32.
 enum class MatmulActivations { kF32, kQ8 };
 
+// Whether a call of n_tok tokens with these activations takes the 8-bit path for weights of this
+// type (what the paragraph above says).
+bool matmul_rounds_to_q8(MatmulActivations act, int64_t n_tok, GgmlType type);
+
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tok, o < n_out, i.e. Y = X W^T.
 //   x: [n_tok][n_in] f32, row-major, any alignment
 //   y: [n_tok][n_out] f32, row-major, any alignment; overwritten; must not overlap x

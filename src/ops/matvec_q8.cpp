@@ -53,7 +53,7 @@ void quantize_blocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, flo
 
 }  // namespace
 
-void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel) {
+void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok) {
   if (n_in <= 0 || n_in % kQ8Block != 0) {
     fail(ErrorKind::kInvalidArgument, "quantize_q8: n_in {} is not a positive multiple of {}", n_in, kQ8Block);
   }
@@ -66,13 +66,25 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
   out.q_pairs.resize(static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block));
   out.d4.resize(static_cast<size_t>(n_blocks * 4));
   out.sum4.resize(static_cast<size_t>(n_blocks * 4));
-  if (kernel == Q8Kernel::kScalar) {
-    quantize_blocks(x, n_blocks, out.q.data(), out.d4.data(), out.sum4.data());
-  } else {
-    q8_x86_quantize(x, n_blocks, out.q.data(), out.d4.data(), out.sum4.data());
+}
+
+void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& out, Q8Kernel kernel) {
+  const int64_t n_in = out.n_in;
+  if (i0 < 0 || i0 > i1 || i1 > n_in || i0 % (2 * kQ8Block) != 0 || (i1 % (2 * kQ8Block) != 0 && i1 != n_in)) {
+    fail(ErrorKind::kInvalidArgument, "quantize_q8_columns: columns [{}, {}) of {} do not start and end at pairs of blocks",
+         i0, i1, n_in);
   }
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t p = 0; p < n_pairs; ++p) {
+  const int64_t nb = n_in / kQ8Block, n_pairs = n_in / (2 * kQ8Block);
+  for (int64_t t = 0; t < out.n_tok; ++t) {
+    const int64_t b0 = t * nb + i0 / kQ8Block;
+    const float* xt = x + t * n_in + i0;
+    int8_t* q = out.q.data() + t * n_in + i0;
+    if (kernel == Q8Kernel::kScalar) {
+      quantize_blocks(xt, (i1 - i0) / kQ8Block, q, out.d4.data() + b0 * 4, out.sum4.data() + b0 * 4);
+    } else {
+      q8_x86_quantize(xt, (i1 - i0) / kQ8Block, q, out.d4.data() + b0 * 4, out.sum4.data() + b0 * 4);
+    }
+    for (int64_t p = i0 / (2 * kQ8Block); p < i1 / (2 * kQ8Block); ++p) {
       const int8_t* a = out.q.data() + t * n_in + p * 2 * kQ8Block;
       int8_t* dst = out.q_pairs.data() + (t * n_pairs + p) * 2 * kQ8Block;
       for (int h = 0; h < 2; ++h) {  // low then high halves of A and B
@@ -81,6 +93,11 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
       }
     }
   }
+}
+
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel) {
+  q8_resize(out, n_in, n_tok);
+  quantize_q8_columns(x, 0, n_in, out, kernel);
 }
 
 bool q8_supports(GgmlType type) {
@@ -154,25 +171,28 @@ void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y
   }
 }
 
-void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
-  // The calling thread's buffer, reused from call to call; the pool's threads read it through a
-  // reference (a thread_local named in the lambda would be each thread's own).
-  thread_local Q8Activations buffer;
-  Q8Activations& xq = buffer;
+void matvec_q8_many(std::span<const MatmulJob> jobs, const Q8Activations& x, ThreadPool& pool) {
   const Q8Kernel kernel = q8_best_kernel();
-  quantize_q8(x, jobs[0].w->n_in, n_tok, xq, kernel);
   int64_t work = 0;
   for (const MatmulJob& j : jobs) {
-    check_shapes(*j.w, xq, "matvec_q8_many");
-    work += j.w->n_out * j.w->n_in * n_tok;
+    check_shapes(*j.w, x, "matvec_q8_many");
+    work += j.w->n_out * j.w->n_in * x.n_tok;
   }
   run_split(pool, work, [&](int ith, int nth) {
     for (const MatmulJob& j : jobs) {
       int64_t r0, r1;
       split_rows(j.w->n_out, 8, ith, nth, &r0, &r1);
-      q8_matvec_rows(kernel, *j.w, xq, j.y, r0, r1);
+      q8_matvec_rows(kernel, *j.w, x, j.y, r0, r1);
     }
   });
+}
+
+void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
+  // The calling thread's buffer, reused from call to call; the pool's threads read it through a
+  // reference (a thread_local named in the lambda would be each thread's own).
+  thread_local Q8Activations buffer;
+  quantize_q8(x, jobs[0].w->n_in, n_tok, buffer);
+  matvec_q8_many(jobs, buffer, pool);
 }
 
 }  // namespace snapkv

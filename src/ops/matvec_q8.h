@@ -55,6 +55,15 @@ Q8Kernel q8_best_kernel();
 void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out,
                  Q8Kernel kernel = q8_best_kernel());
 
+// quantize_q8 in two steps, so that threads can round their own columns: q8_resize sizes out for
+// [n_tok][n_in] (throws as quantize_q8 does), then each quantize_q8_columns call rounds columns
+// [i0, i1) of every token of x ([n_tok][out.n_in]) as quantize_q8 would. The columns must start
+// at a multiple of 64 (a pair of blocks) and end at one or at out.n_in; Error(kInvalidArgument)
+// otherwise.
+void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok);
+void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& out,
+                         Q8Kernel kernel = q8_best_kernel());
+
 // Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
 bool q8_supports(GgmlType type);
 
@@ -74,5 +83,7 @@ void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y
 // q8_supports (checked by the caller, matmul.cpp): rounds x once on the calling thread, then splits
 // every job's rows among the pool's threads as the f32 decode path does.
 void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool);
+// The same on activations already rounded (x.n_in must be every job's n_in).
+void matvec_q8_many(std::span<const MatmulJob> jobs, const Q8Activations& x, ThreadPool& pool);
 
 }  // namespace snapkv

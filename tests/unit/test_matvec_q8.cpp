@@ -105,6 +105,35 @@ TEST(QuantizeQ8, EveryKernelMatchesTheScalarLoop) {
   }
 }
 
+// Threads round their own columns (ops/ffn.cpp): pieces that meet at pairs of blocks give what one
+// call gives, with every kernel; an odd last block stays out of the pairs.
+TEST(QuantizeQ8, ColumnsRoundAsTheWholeRows) {
+  std::mt19937 rng(12);
+  const int64_t n_in = 160, n_tok = 3;  // 5 blocks: 2 pairs and an odd one
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+  for (Q8Kernel k : q8_kernels_supported()) {
+    SCOPED_TRACE(q8_kernel_name(k));
+    Q8Activations want, got;
+    quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar);
+    q8_resize(got, n_in, n_tok);
+    ASSERT_EQ(got.q.size(), want.q.size());
+    ASSERT_EQ(got.q_pairs.size(), want.q_pairs.size());
+    quantize_q8_columns(x.data(), 64, n_in, got, k);
+    quantize_q8_columns(x.data(), 0, 64, got, k);
+    quantize_q8_columns(x.data(), 64, 64, got, k);  // nothing
+    EXPECT_EQ(got.q, want.q);
+    EXPECT_EQ(got.q_pairs, want.q_pairs);
+    EXPECT_EQ(got.d4, want.d4);
+    EXPECT_EQ(got.sum4, want.sum4);
+    for (auto [i0, i1] : {std::pair<int64_t, int64_t>{32, 64}, {0, 96}, {64, 0}, {-64, 64}, {0, 192}}) {
+      EXPECT_THROW(quantize_q8_columns(x.data(), i0, i1, got, k), Error) << i0 << " " << i1;
+    }
+  }
+  Q8Activations bad;
+  EXPECT_THROW(q8_resize(bad, 48, 1), Error);
+  EXPECT_THROW(q8_resize(bad, 64, -1), Error);
+}
+
 TEST(QuantizeQ8, NonFiniteBlocksGiveNaNScalesAndErrorsAreClear) {
   std::vector<float> x(96, 0.5f);
   x[3] = std::numeric_limits<float>::quiet_NaN();
