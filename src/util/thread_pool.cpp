@@ -49,17 +49,17 @@ void ThreadPool::worker(int ith) {
       }
     }
     seen = generation_.load(std::memory_order_acquire);
-    (*job_.load(std::memory_order_acquire))(ith, n_threads_);
+    job_.call(job_.fn, ith, n_threads_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
-void ThreadPool::run(const std::function<void(int, int)>& fn) {
+void ThreadPool::run_job(const Job& job) {
   if (n_threads_ == 1) {
-    fn(0, 1);
+    job.call(job.fn, 0, 1);
     return;
   }
-  job_.store(&fn, std::memory_order_release);
+  job_ = job;
   pending_.store(n_threads_ - 1, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   {
@@ -67,7 +67,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     std::lock_guard lock(mu_);
     if (sleepers_ > 0) wake_cv_.notify_all();
   }
-  fn(0, n_threads_);
+  job.call(job.fn, 0, n_threads_);
   while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
 }
 

@@ -26,8 +26,12 @@ class ThreadPool {
 
   // Calls fn(thread_index, n_threads) on every thread of the pool and returns when all are done.
   // Work splitting is left to fn, so kernels can partition rows in the way that suits them.
-  // Not reentrant: fn must not call run() on the same pool.
-  void run(const std::function<void(int ith, int nth)>& fn);
+  // Not reentrant: fn must not call run() on the same pool. The workers call fn where it is (no
+  // std::function, which allocates for most lambdas: once per job).
+  template <class Fn>
+  void run(const Fn& fn) {
+    run_job({&fn, [](const void* f, int ith, int nth) { (*static_cast<const Fn*>(f))(ith, nth); }});
+  }
 
   // Splits [0, n) into contiguous ranges, at most one per thread, and calls fn(begin, end).
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
@@ -38,14 +42,22 @@ class ThreadPool {
   void for_each_item(int64_t n, const std::function<void(int64_t i)>& fn);
 
  private:
+  struct Job {
+    const void* fn = nullptr;
+    void (*call)(const void* fn, int ith, int nth) = nullptr;
+  };
+  void run_job(const Job& job);
   void worker(int ith);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::atomic<const std::function<void(int, int)>*> job_{nullptr};
-  std::atomic<uint64_t> generation_{0};  // bumped once per run()
-  std::atomic<int> pending_{0};          // workers still inside the current job
-  std::mutex mu_;                        // guards sleepers_ and stop_ for the condition variable
+  // What a waiting worker reads, in one cache line: the generation it polls and the job it then
+  // runs (written before the generation is bumped). The count the caller polls and the lock have
+  // lines of their own, so that neither takes this line away from a worker starting a job.
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped once per run()
+  Job job_;
+  alignas(64) std::atomic<int> pending_{0};  // workers still inside the current job
+  alignas(64) std::mutex mu_;                // guards sleepers_ and stop_ for the condition variable
   std::condition_variable wake_cv_;
   int sleepers_ = 0;
   bool stop_ = false;
