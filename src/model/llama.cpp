@@ -7,7 +7,6 @@
 // prompt while the [chunk, n_ff] feed-forward activations stay bounded.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/row_split.h"
 #include "ops/rows8.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
@@ -26,16 +26,6 @@ namespace snapkv {
 namespace {
 
 constexpr int64_t kChunk = 256;  // tokens per chunk inside a layer
-
-// fn(t0, t1) over token rows [0, n): split among the threads in prefill, inline for the few rows
-// of a decode step (waking the threads would cost more than the work).
-void over_tokens(ThreadPool& pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n < 32) {
-    fn(0, n);
-  } else {
-    pool.parallel_for(n, fn);
-  }
-}
 
 // Activations of one chunk, allocated once per forward call and reused by every layer and chunk.
 // Cache-line aligned: a decode matvec loads its input in whole vectors, and a load split across

@@ -48,13 +48,9 @@ void swiglu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, const Weig
   const MatmulJob gate_up[] = {{&w_gate, gate}, {&w_up, up}};
   matmul_many(gate_up, x, n_tok, pool, act);
   const int64_t n_ff = w_gate.n_out;
-  if (n_tok < 32) {
-    silu_mul_inplace(gate, up, n_tok * n_ff);
-  } else {
-    pool.parallel_for(n_tok, [&](int64_t t0, int64_t t1) {
-      silu_mul_inplace(gate + t0 * n_ff, up + t0 * n_ff, (t1 - t0) * n_ff);
-    });
-  }
+  over_tokens(pool, n_tok, [&](int64_t t0, int64_t t1) {
+    silu_mul_inplace(gate + t0 * n_ff, up + t0 * n_ff, (t1 - t0) * n_ff);
+  });
   matmul(w_down, gate, n_tok, y, pool, act);
 }
 

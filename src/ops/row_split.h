@@ -1,5 +1,5 @@
 #pragma once
-// How the matmul kernels share out rows among a pool's threads.
+// How the kernels share out work among a pool's threads: the rows of a product, the tokens of a chunk.
 #include <algorithm>
 #include <cstdint>
 
@@ -21,6 +21,17 @@ void run_split(ThreadPool& pool, int64_t work, const Fn& fn) {
     fn(0, 1);
   } else {
     pool.run(fn);
+  }
+}
+
+// fn(t0, t1) over token rows [0, n): split among the threads in prefill, inline for the few rows
+// of a decode step (waking the threads would cost more than the work).
+template <class Fn>
+void over_tokens(ThreadPool& pool, int64_t n, const Fn& fn) {
+  if (n < 32) {
+    fn(int64_t{0}, n);
+  } else {
+    pool.parallel_for(n, fn);
   }
 }
 
