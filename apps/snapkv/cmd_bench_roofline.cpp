@@ -8,7 +8,10 @@
 //     best bandwidth read at the start, once against the bandwidth read around each run; with
 //     --versus-activations, also with the other decode activations, the two taking turns token by
 //     token (on a machine whose speed drifts by tens of percent between runs, as the VMs here do,
-//     only such pairs compare the two).
+//     only such pairs compare the two);
+//   with 2 or more threads, the time a cache line takes from one pool thread to another and back,
+//     once with the ceilings and around each decode run: on the Zen 4 VM it tells its two phases
+//     apart (src/util/round_trip.h).
 // Times are medians of --reps runs; the ceilings are the best of theirs.
 #include <fmt/core.h>
 
@@ -33,6 +36,7 @@
 #include "ops/peak.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
+#include "util/round_trip.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -108,11 +112,20 @@ struct Decoded {
 // Zen 4 VM about 31 and about 53 GB/s), so that a ceiling measured once says little about the
 // bandwidth a decode run had. The bandwidth buffer is therefore read once before and once after
 // each run (the default 32 tokens take well under a second): run_bandwidth[r] is what those two
-// reads got together (bytes read / seconds), which gives run r its own bound.
+// reads got together (bytes read / seconds), which gives run r its own bound. The threads' round
+// trip is taken with each read as well (run_round_trip_ns[r], the mean of the two; 0 with one
+// thread).
 struct DecodeRuns {
   std::vector<Decoded> models;
   std::vector<double> run_bandwidth;
+  std::vector<double> run_round_trip_ns;
 };
+
+constexpr int kRoundTrips = 10000;  // per measurement: 0.5-3.5 ms on the Zen 4 VM
+
+double round_trip_or_zero(ThreadPool& pool) {
+  return pool.size() < 2 ? 0.0 : thread_round_trip_ns(pool, kRoundTrips);
+}
 
 // Prefills the prompt once per model, each in its own session, then decodes reps runs of n tokens
 // (greedy), the models taking turns token by token, so that a drift of the machine's speed reaches
@@ -123,7 +136,7 @@ DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vect
                         const SessionOptions& so, const RooflineOptions& o, std::span<const float> bandwidth_buffer,
                         ThreadPool& pool) {
   std::vector<std::unique_ptr<Session>> sessions;
-  DecodeRuns d{std::vector<Decoded>(models.size()), {}};
+  DecodeRuns d{std::vector<Decoded>(models.size()), {}, {}};
   for (size_t m = 0; m < models.size(); ++m) {
     const int capacity = static_cast<int>(prompt.size()) + (o.n_decode + 1) * o.reps + 1;
     sessions.push_back(std::make_unique<Session>(*models[m], capacity, pool, so));
@@ -133,6 +146,7 @@ DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vect
   const auto decode_one = [&](size_t m) { sessions[m]->decode(greedy_token(sessions[m]->logits())); };
   const double buffer_bytes = static_cast<double>(bandwidth_buffer.size_bytes());
   double read_before = buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
+  double trip_before = round_trip_or_zero(pool);
   for (int r = 0; r < o.reps; ++r) {
     for (size_t m = 0; m < models.size(); ++m) decode_one(m);
     std::vector<double> seconds(models.size(), 0.0);
@@ -144,8 +158,11 @@ DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vect
       }
     }
     const double read_after = buffer_bytes / read_bandwidth(pool, bandwidth_buffer, 1);
+    const double trip_after = round_trip_or_zero(pool);
     d.run_bandwidth.push_back(2 * buffer_bytes / (read_before + read_after));
+    d.run_round_trip_ns.push_back((trip_before + trip_after) / 2);
     read_before = read_after;
+    trip_before = trip_after;
     for (size_t m = 0; m < models.size(); ++m) d.models[m].run_ms.push_back(seconds[m] * 1e3 / o.n_decode);
   }
   for (Decoded& m : d.models) m.ms_per_token = median(m.run_ms);
@@ -205,6 +222,12 @@ int bench_roofline(const RooflineOptions& o) {
   const double bandwidth = read_bandwidth(pool, bandwidth_buffer, o.reps);
   fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer, best "
              "of {}).\n", matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib, o.reps);
+  if (o.threads >= 2) {
+    std::vector<double> trips;
+    for (int r = 0; r < o.reps; ++r) trips.push_back(thread_round_trip_ns(pool, kRoundTrips));
+    fmt::print("Threads 0 and 1 hand a cache line to each other and back in {:.0f} ns (median of {}).\n", median(trips),
+               o.reps);
+  }
   const auto describe = [](const std::string& act) {
     return act == "q8" ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel())) : act;
   };
@@ -257,7 +280,7 @@ int bench_roofline(const RooflineOptions& o) {
   }
   // Each run against the bandwidth read alongside it (DecodeRuns), then the median of the runs.
   fmt::print("\n| decode, bound from the bandwidth read around each run | measured | bandwidth | bound | "
-             "measured / bound |\n|---|--:|--:|--:|--:|\n");
+             "measured / bound | threads' round trip |\n|---|--:|--:|--:|--:|--:|\n");
   for (size_t i = 0; i < decoded.size(); ++i) {
     const Decoded& d = decoded[i].models[0];
     std::vector<double> bounds, ratios;
@@ -265,8 +288,10 @@ int bench_roofline(const RooflineOptions& o) {
       bounds.push_back(bound_ms(d, decoded[i].run_bandwidth[r]));
       ratios.push_back(d.run_ms[r] / bounds.back());
     }
-    fmt::print("| {} | {:.2f} ms/token | {:.1f} GB/s | {:.2f} ms | {:.2f} |\n", rows[i].name, d.ms_per_token,
-               median(decoded[i].run_bandwidth) / 1e9, median(bounds), median(ratios));
+    const double trip = median(decoded[i].run_round_trip_ns);
+    fmt::print("| {} | {:.2f} ms/token | {:.1f} GB/s | {:.2f} ms | {:.2f} | {} |\n", rows[i].name, d.ms_per_token,
+               median(decoded[i].run_bandwidth) / 1e9, median(bounds), median(ratios),
+               trip > 0 ? fmt::format("{:.0f} ns", trip) : "-");
   }
   if (versus) {
     const std::string& a = o.model_flags.decode_activations;

@@ -9,14 +9,6 @@ namespace {
 // How long an idle worker polls for the next job before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(500);
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {

@@ -15,6 +15,15 @@
 
 namespace snapkv {
 
+// The pause between two polls of a value another thread will change.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 class ThreadPool {
  public:
   explicit ThreadPool(int n_threads);

@@ -55,15 +55,20 @@ TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
   }
   EXPECT_EQ(paired, 3) << r.out;
   // Each decode row again, against the bandwidth read alongside its runs: the same ms per token,
-  // a positive bandwidth, and with one run the ratio is that time over that bound.
+  // a positive bandwidth, with one run the ratio is that time over that bound, and the threads'
+  // round trip measured alongside (as with the ceilings).
   EXPECT_NE(r.out.find("| decode, bound from the bandwidth read around each run |"), std::string::npos) << r.out;
-  const std::regex during_row(R"(\| (decode after [^|]+) \| ([0-9.]+) ms/token \| ([0-9.]+) GB/s \| ([0-9.]+) ms \| ([0-9.]+) \|)");
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(hand a cache line to each other and back in (\d+) ns)"))) << r.out;
+  EXPECT_GT(std::stod(m[1]), 0);
+  const std::regex during_row(
+      R"(\| (decode after [^|]+) \| ([0-9.]+) ms/token \| ([0-9.]+) GB/s \| ([0-9.]+) ms \| ([0-9.]+) \| (\d+) ns \|)");
   int during = 0;
   for (std::sregex_iterator it(r.out.begin(), r.out.end(), during_row), end; it != end; ++it, ++during) {
     EXPECT_NE(r.out.find(fmt::format("| {} | {} ms/token |", (*it)[1].str(), (*it)[2].str())), std::string::npos)
         << (*it)[0];
     EXPECT_GT(std::stod((*it)[3]), 0) << (*it)[0];
     EXPECT_NEAR(std::stod((*it)[5]), std::stod((*it)[2]) / std::stod((*it)[4]), 0.02 * std::stod((*it)[5])) << (*it)[0];
+    EXPECT_GT(std::stod((*it)[6]), 0) << (*it)[0];
   }
   EXPECT_EQ(during, 3) << r.out;
 }
