@@ -133,8 +133,10 @@ Action add_bench(CLI::App& app) {
   CLI::App* decode = app.add_subcommand(
       "decode", "decode ms per step vs prompt length and batch size, prefill time and memory: full, SnapKV, llama.cpp");
   Action run_decode = add_bench_decode(*decode);
-  return [o, c, roofline, run_roofline, run_decode] {
-    return c->parsed() ? bench_compress(*o) : roofline->parsed() ? run_roofline() : run_decode();
+  CLI::App* phase = app.add_subcommand("phase", "this moment's memory read bandwidth and the threads' cache-line round trip");
+  Action run_phase = add_bench_phase(*phase);
+  return [o, c, roofline, run_roofline, decode, run_decode, run_phase] {
+    return c->parsed() ? bench_compress(*o) : roofline->parsed() ? run_roofline() : decode->parsed() ? run_decode() : run_phase();
   };
 }
 

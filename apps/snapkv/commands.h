@@ -19,6 +19,7 @@ Action add_eval_suite(CLI::App& app, const std::string& suite);
 Action add_bench(CLI::App& app);
 Action add_bench_roofline(CLI::App& app);
 Action add_bench_decode(CLI::App& app);
+Action add_bench_phase(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
 

@@ -1,8 +1,8 @@
-// snapkv bench roofline and bench decode through the real binary, at toy sizes: roofline runs
+// snapkv bench roofline, decode and phase through the real binary, at toy sizes: roofline runs
 // every row (decode also against the bandwidth read around its runs, and token-paired with the
 // other activations) and counts the weights a decode step reads as the model file holds them;
 // decode measures every contender at every length and batch size and writes its tables and
-// plots; both refuse bad parameters.
+// plots; phase prints the bandwidth and round trip of the moment; all refuse bad parameters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -79,6 +79,22 @@ TEST(CliBench, RooflineRefusesBadParameters) {
                          "compressing press");
   test::expect_cli_error("bench roofline --bandwidth-mib 1", "--bandwidth-mib");
   test::expect_cli_error("bench roofline --versus-activations q4", "--versus-activations");
+}
+
+// bench phase: one line with a positive bandwidth and, with 2 threads, a positive round trip
+// (with one thread there is no other thread to hand a line to: "-"); bad parameters are refused.
+TEST(CliBench, PhasePrintsBandwidthAndRoundTrip) {
+  const test::CliRun two = test::run_cli("bench phase -t 2 --bandwidth-mib 64", 60);
+  ASSERT_EQ(two.status, 0) << two.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(two.out, m, std::regex(R"(^bandwidth ([0-9.]+) GB/s \| round trip (\d+) ns\n$)"))) << two.out;
+  EXPECT_GT(std::stod(m[1]), 0);
+  EXPECT_GT(std::stod(m[2]), 0);
+  const test::CliRun one = test::run_cli("bench phase -t 1 --bandwidth-mib 64", 60);
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_TRUE(std::regex_search(one.out, std::regex(R"(^bandwidth [0-9.]+ GB/s \| round trip -\n$)"))) << one.out;
+  test::expect_cli_error("bench phase --bandwidth-mib 1", "--bandwidth-mib");
+  test::expect_cli_error("bench phase -t 0", "-t");
 }
 
 TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
