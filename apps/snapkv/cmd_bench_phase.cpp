@@ -1,7 +1,7 @@
 // snapkv bench phase: this moment's memory read bandwidth and the pool threads' cache-line round
 // trip, on one line. The VMs here switch between phases, seconds to minutes long, that move a
 // decode run by tens of per cent (the Zen 4 VM: ~31 GB/s with ~56 ns, ~55 GB/s with ~330 ns), so
-// an alternating comparison of two builds (tools/ab_decode.py) classes each pair by the reading
+// an alternating comparison of two builds (tools/perf/ab_decode.py) classes each pair by the reading
 // taken just before it.
 #include <fmt/core.h>
 
@@ -32,8 +32,7 @@ int bench_phase(const PhaseOptions& o) {
   const AlignedVector<float> buffer(static_cast<size_t>(o.bandwidth_mib * (1 << 20)) / sizeof(float));
   read_bandwidth(pool, buffer, 1);  // the first pass also wakes the threads; not counted
   const double bandwidth = read_bandwidth(pool, buffer, 1);
-  constexpr int kRoundTrips = 10000;
-  const std::string trip = o.threads < 2 ? "-" : fmt::format("{:.0f} ns", thread_round_trip_ns(pool, kRoundTrips));
+  const std::string trip = o.threads < 2 ? "-" : fmt::format("{:.0f} ns", thread_round_trip_ns(pool));
   fmt::print("bandwidth {:.1f} GB/s | round trip {}\n", bandwidth / 1e9, trip);
   return 0;
 }

@@ -121,11 +121,7 @@ struct DecodeRuns {
   std::vector<double> run_round_trip_ns;
 };
 
-constexpr int kRoundTrips = 10000;  // per measurement: 0.5-3.5 ms on the Zen 4 VM
-
-double round_trip_or_zero(ThreadPool& pool) {
-  return pool.size() < 2 ? 0.0 : thread_round_trip_ns(pool, kRoundTrips);
-}
+double round_trip_or_zero(ThreadPool& pool) { return pool.size() < 2 ? 0.0 : thread_round_trip_ns(pool); }
 
 // Prefills the prompt once per model, each in its own session, then decodes reps runs of n tokens
 // (greedy), the models taking turns token by token, so that a drift of the machine's speed reaches
@@ -224,7 +220,7 @@ int bench_roofline(const RooflineOptions& o) {
              "of {}).\n", matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib, o.reps);
   if (o.threads >= 2) {
     std::vector<double> trips;
-    for (int r = 0; r < o.reps; ++r) trips.push_back(thread_round_trip_ns(pool, kRoundTrips));
+    for (int r = 0; r < o.reps; ++r) trips.push_back(thread_round_trip_ns(pool));
     fmt::print("Threads 0 and 1 hand a cache line to each other and back in {:.0f} ns (median of {}).\n", median(trips),
                o.reps);
   }

@@ -12,6 +12,7 @@ Prints one line per run, then per class the pairs, median tok/s of each build, t
 new / old and in how many pairs the new build was faster.
 """
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -27,10 +28,10 @@ def decode_tok_s(binary, args):
 
 
 def phase(binary, threads):
-    out = subprocess.run([binary, "bench", "phase", "-t", threads], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"bandwidth ([0-9.]+) GB/s \| round trip (?:([0-9]+) ns|-)", out)
-    if not m:
-        sys.exit(f"unexpected `bench phase` output: {out!r}")
+    out = subprocess.run([binary, "bench", "phase", "-t", threads], capture_output=True, text=True)
+    m = re.search(r"bandwidth ([0-9.]+) GB/s \| round trip (?:([0-9]+) ns|-)", out.stdout)
+    if out.returncode != 0 or not m:
+        sys.exit(f"{binary} bench phase failed (exit {out.returncode}): {out.stdout}{out.stderr}")
     return float(m.group(1)), float(m.group(2)) if m.group(2) else 0.0
 
 
@@ -45,6 +46,9 @@ def main():
         ap.error("give the arguments of `snapkv run` after --")
     o = ap.parse_args(argv[:argv.index("--")])
     args = argv[argv.index("--") + 1:]
+    for binary in (o.old, o.new):
+        if not os.access(binary, os.X_OK):
+            ap.error(f"{binary} is not an executable file")
     threads = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-t", "--threads")), "2")
     pairs = []
     for i in range(o.pairs):
