@@ -27,8 +27,8 @@ def decode_tok_s(binary, args):
     return float(m.group(1))
 
 
-def phase(binary, threads):
-    out = subprocess.run([binary, "bench", "phase", "-t", threads], capture_output=True, text=True)
+def phase(binary, thread_args):
+    out = subprocess.run([binary, "bench", "phase", *thread_args], capture_output=True, text=True)
     m = re.search(r"bandwidth ([0-9.]+) GB/s \| round trip (?:([0-9]+) ns|-)", out.stdout)
     if out.returncode != 0 or not m:
         sys.exit(f"{binary} bench phase failed (exit {out.returncode}): {out.stdout}{out.stderr}")
@@ -49,10 +49,11 @@ def main():
     for binary in (o.old, o.new):
         if not os.access(binary, os.X_OK):
             ap.error(f"{binary} is not an executable file")
-    threads = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-t", "--threads")), "2")
+    # bench phase on as many threads as the runs
+    thread_args = next((["-t", args[i + 1]] for i, a in enumerate(args[:-1]) if a in ("-t", "--threads")), [])
     pairs = []
     for i in range(o.pairs):
-        bw, trip = phase(o.new, threads)
+        bw, trip = phase(o.new, thread_args)
         order = ["new", "old"] if i % 2 == 0 else ["old", "new"]
         got = {}
         for which in order:
