@@ -1,17 +1,23 @@
-// snapkv bench phase: this moment's memory read bandwidth and the pool threads' cache-line round
-// trip, on one line. The VMs here switch between phases, seconds to minutes long, that move a
-// decode run by tens of per cent (the Zen 4 VM: ~31 GB/s with ~56 ns, ~55 GB/s with ~330 ns), so
-// an alternating comparison of two builds (tools/perf/ab_decode.py) classes each pair by the reading
-// taken just before it.
+// snapkv bench phase: this moment's memory read bandwidth, the pool threads' cache-line round trip
+// and the rate at which the 8-bit decode kernel streams the same bytes, on one line. The VMs here
+// switch between phases, seconds to minutes long, that move a decode run by tens of per cent (the
+// Zen 4 VM: ~31 GB/s with ~56 ns, ~55 GB/s with ~330 ns), so an alternating comparison of two
+// builds (tools/perf/ab_decode.py) classes each pair by the reading taken just before it. In the
+// slow phases the kernel keeps up with the plain read; in the fast ones it fell behind it.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
+#include <span>
+#include <vector>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "commands.h"
+#include "ops/matvec_q8.h"
 #include "ops/peak.h"
+#include "ops/rows8.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
 #include "util/round_trip.h"
@@ -25,15 +31,42 @@ struct PhaseOptions {
   double bandwidth_mib = 256;
 };
 
+// Bytes per second of the Q4_1 8-bit-activation decode kernel over `bytes`, read as interleaved
+// matrices of the default model's feed-forward shape (1536 x 576), one pool job each with its rows
+// split among the threads, as a decode step runs them. The bytes must all be 0x11: valid blocks
+// (scales and mins 0x1111, a normal f16) in any layout.
+double q8_matvec_bandwidth(ThreadPool& pool, std::span<const uint8_t> bytes) {
+  const int64_t n_in = 576, n_out = 1536;
+  const std::vector<float> xf(n_in, 0.5f);
+  Q8Activations x;
+  quantize_q8(xf.data(), n_in, 1, x);
+  std::vector<float> y(n_out);
+  WeightMatrix w = make_weight_matrix(GgmlType::Q4_1, bytes.data(), n_in, n_out);
+  const size_t matrix = static_cast<size_t>(n_out) * w.row_bytes;
+  const size_t n = bytes.size() / matrix;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    w.data = w.rows8 = bytes.data() + i * matrix;
+    const MatmulJob job[] = {{&w, y.data()}};
+    matvec_q8_many(job, x, pool);
+  }
+  return static_cast<double>(n * matrix) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int bench_phase(const PhaseOptions& o) {
   if (o.threads < 1) fail(ErrorKind::kInvalidArgument, "-t must be >= 1");
   if (!(o.bandwidth_mib >= 64)) fail(ErrorKind::kInvalidArgument, "--bandwidth-mib must be at least 64");
   ThreadPool pool(o.threads);
-  const AlignedVector<float> buffer(static_cast<size_t>(o.bandwidth_mib * (1 << 20)) / sizeof(float));
+  AlignedVector<float> buffer(static_cast<size_t>(o.bandwidth_mib * (1 << 20)) / sizeof(float));
+  const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(buffer.data()), buffer.size() * sizeof(float));
+  std::fill(bytes.begin(), bytes.end(), uint8_t{0x11});
   read_bandwidth(pool, buffer, 1);  // the first pass also wakes the threads; not counted
+  const std::string matvec = rows8_wanted(MatmulActivations::kQ8)
+                                 ? fmt::format("{:.1f} GB/s", q8_matvec_bandwidth(pool, bytes) / 1e9)
+                                 : "-";
   const double bandwidth = read_bandwidth(pool, buffer, 1);
   const std::string trip = o.threads < 2 ? "-" : fmt::format("{:.0f} ns", thread_round_trip_ns(pool));
-  fmt::print("bandwidth {:.1f} GB/s | round trip {}\n", bandwidth / 1e9, trip);
+  fmt::print("bandwidth {:.1f} GB/s | round trip {} | Q4_1 q8 matvec {}\n", bandwidth / 1e9, trip, matvec);
   return 0;
 }
 

@@ -2,13 +2,15 @@
 // every row (decode also against the bandwidth read around its runs, and token-paired with the
 // other activations) and counts the weights a decode step reads as the model file holds them;
 // decode measures every contender at every length and batch size and writes its tables and
-// plots; phase prints the bandwidth and round trip of the moment; all refuse bad parameters.
+// plots; phase prints the bandwidth, round trip and 8-bit matvec rate of the moment; all refuse
+// bad parameters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "ops/matvec_q8.h"
 #include "support/cli.h"
 #include "support/paths.h"
 
@@ -83,16 +85,24 @@ TEST(CliBench, RooflineRefusesBadParameters) {
 
 // bench phase: one line with a positive bandwidth and, with 2 threads, a positive round trip
 // (with one thread there is no other thread to hand a line to: "-"); bad parameters are refused.
-TEST(CliBench, PhasePrintsBandwidthAndRoundTrip) {
+TEST(CliBench, PhasePrintsBandwidthRoundTripAndMatvec) {
+  const bool q8_simd = q8_best_kernel() != Q8Kernel::kScalar;
   const test::CliRun two = test::run_cli("bench phase -t 2 --bandwidth-mib 64", 60);
   ASSERT_EQ(two.status, 0) << two.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(two.out, m, std::regex(R"(^bandwidth ([0-9.]+) GB/s \| round trip (\d+) ns\n$)"))) << two.out;
+  ASSERT_TRUE(std::regex_search(
+      two.out, m, std::regex(R"(^bandwidth ([0-9.]+) GB/s \| round trip (\d+) ns \| Q4_1 q8 matvec (([0-9.]+) GB/s|-)\n$)")))
+      << two.out;
   EXPECT_GT(std::stod(m[1]), 0);
   EXPECT_GT(std::stod(m[2]), 0);
+  ASSERT_EQ(m[4].matched, q8_simd) << two.out;  // a SIMD kernel to time, or "-"
+  if (q8_simd) {
+    EXPECT_GT(std::stod(m[4]), 0);
+  }
   const test::CliRun one = test::run_cli("bench phase -t 1 --bandwidth-mib 64", 60);
   ASSERT_EQ(one.status, 0) << one.err;
-  EXPECT_TRUE(std::regex_search(one.out, std::regex(R"(^bandwidth [0-9.]+ GB/s \| round trip -\n$)"))) << one.out;
+  EXPECT_TRUE(std::regex_search(one.out, std::regex(R"(^bandwidth [0-9.]+ GB/s \| round trip - \| Q4_1 q8 matvec ([0-9.]+ GB/s|-)\n$)")))
+      << one.out;
   test::expect_cli_error("bench phase --bandwidth-mib 1", "--bandwidth-mib");
   test::expect_cli_error("bench phase -t 0", "-t");
 }
