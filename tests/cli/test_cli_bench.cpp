@@ -83,8 +83,9 @@ TEST(CliBench, RooflineRefusesBadParameters) {
   test::expect_cli_error("bench roofline --versus-activations q4", "--versus-activations");
 }
 
-// bench phase: one line with a positive bandwidth and, with 2 threads, a positive round trip
-// (with one thread there is no other thread to hand a line to: "-"); bad parameters are refused.
+// bench phase: one line with a positive bandwidth, with 2 threads a positive round trip (with one
+// thread there is no other thread to hand a line to: "-"), and a positive matvec rate where the
+// CPU has a SIMD 8-bit kernel ("-" where not); bad parameters are refused.
 TEST(CliBench, PhasePrintsBandwidthRoundTripAndMatvec) {
   const bool q8_simd = q8_best_kernel() != Q8Kernel::kScalar;
   const test::CliRun two = test::run_cli("bench phase -t 2 --bandwidth-mib 64", 60);
