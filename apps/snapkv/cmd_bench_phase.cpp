@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +21,7 @@
 #include "util/error.h"
 #include "util/round_trip.h"
 #include "util/thread_pool.h"
+#include "util/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -44,13 +44,13 @@ double q8_matvec_bandwidth(ThreadPool& pool, std::span<const uint8_t> bytes) {
   WeightMatrix w = make_weight_matrix(GgmlType::Q4_1, bytes.data(), n_in, n_out);
   const size_t matrix = static_cast<size_t>(n_out) * w.row_bytes;
   const size_t n = bytes.size() / matrix;
-  const auto start = std::chrono::steady_clock::now();
+  const Timer timer;
   for (size_t i = 0; i < n; ++i) {
     w.data = w.rows8 = bytes.data() + i * matrix;
     const MatmulJob job[] = {{&w, y.data()}};
     matvec_q8_many(job, x, pool);
   }
-  return static_cast<double>(n * matrix) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(n * matrix) / timer.seconds();
 }
 
 int bench_phase(const PhaseOptions& o) {
@@ -75,7 +75,7 @@ int bench_phase(const PhaseOptions& o) {
 Action add_bench_phase(CLI::App& app) {
   auto o = std::make_shared<PhaseOptions>();
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
-  app.add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read for the bandwidth")->capture_default_str();
+  app.add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read for the bandwidth and the matvec")->capture_default_str();
   return [o] { return bench_phase(*o); };
 }
 
