@@ -7,17 +7,20 @@
 // the types that have it. Matmul[Q8]FromMemory/... is a decode matvec of the default model's types
 // and shapes with its weights read from memory rather than the cache, as in a decode step.
 // MatmulQ8Rows8[FromMemory]/... is MatmulQ8 on the copy interleaved by 8 rows (rows8.h) that
-// decode with 8-bit activations reads. Q8Rows8Kernel/{AVX2,VNNI}/... times each 8-bit kernel this
-// CPU runs on that copy (decode picks the fastest; the others run on older CPUs), one token.
+// decode with 8-bit activations reads, MatmulQ16Rows8[FromMemory]/... the same with 16-bit
+// activations (kQ16). Q{8,16}Rows8Kernel/{AVX2,VNNI}/... times each 8- and 16-bit kernel this CPU
+// runs on that copy (decode picks the fastest; the others run on older CPUs), one token.
 //
 //   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/ggml_type.h"
@@ -104,12 +107,12 @@ void BM_Matmul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tok),
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(act == MatmulActivations::kQ8 ? q8_kernel_name(q8_best_kernel()) : matmul_simd_target());
+  state.SetLabel(act == MatmulActivations::kF32 ? matmul_simd_target() : q8_kernel_name(q8_best_kernel()));
 }
 
-// One token times the interleaved copy with the 8-bit kernel k (as matvec_q8_many, without its
-// choice of kernel), from the cache or from memory as BM_Matmul.
-void BM_Q8Rows8Kernel(benchmark::State& state, Q8Kernel k, GgmlType type, int64_t n_in, int64_t n_out,
+// One token times the interleaved copy with kernel k and activations of `bits` bits (as
+// matvec_q8_many, without its choice of kernel), from the cache or from memory as BM_Matmul.
+void BM_Q8Rows8Kernel(benchmark::State& state, Q8Kernel k, int bits, GgmlType type, int64_t n_in, int64_t n_out,
                       bool from_memory) {
   const int threads = static_cast<int>(state.range(0));
   const std::vector<uint8_t> file = bench_weights(type, n_in, n_out);
@@ -119,7 +122,7 @@ void BM_Q8Rows8Kernel(benchmark::State& state, Q8Kernel k, GgmlType type, int64_
   const size_t copies = data.size() / one.size();
   const std::vector<float> x(static_cast<size_t>(n_in), 0.5f);
   Q8Activations xq;
-  quantize_q8(x.data(), n_in, 1, xq, k);
+  quantize_q8(x.data(), n_in, 1, xq, k, bits);
   std::vector<float> y(static_cast<size_t>(n_out));
   ThreadPool pool(threads);
   size_t c = 0;
@@ -157,9 +160,11 @@ int register_all() {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       if (q8_supports(type)) {
-        for (bool rows8 : {false, true}) {
-          benchmark::RegisterBenchmark(((rows8 ? "MatmulQ8Rows8" : "MatmulQ8") + name.substr(6)).c_str(), BM_Matmul,
-                                       type, n_in, n_out, MatmulActivations::kQ8, false, rows8)
+        for (auto [prefix, act, rows8] : {std::tuple{"MatmulQ8", MatmulActivations::kQ8, false},
+                                          {"MatmulQ8Rows8", MatmulActivations::kQ8, true},
+                                          {"MatmulQ16Rows8", MatmulActivations::kQ16, true}}) {
+          benchmark::RegisterBenchmark((prefix + name.substr(6)).c_str(), BM_Matmul, type, n_in, n_out, act, false,
+                                       rows8)
               ->ArgNames({"n_tok", "threads"})
               ->ArgsProduct({{1, 4}, {1, 2}})
               ->UseRealTime()
@@ -177,7 +182,8 @@ int register_all() {
         bool rows8;
       };
       for (const Kind& k : {Kind{"Matmul", MatmulActivations::kF32, false}, Kind{"MatmulQ8", MatmulActivations::kQ8, false},
-                            Kind{"MatmulQ8Rows8", MatmulActivations::kQ8, true}}) {
+                            Kind{"MatmulQ8Rows8", MatmulActivations::kQ8, true},
+                            Kind{"MatmulQ16Rows8", MatmulActivations::kQ16, true}}) {
         const std::string name = std::string(k.name) + "FromMemory/" + std::string(ggml_type_info(type).name) + "/" +
                                  std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
         benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], k.act, true, k.rows8)
@@ -188,16 +194,18 @@ int register_all() {
       }
       for (Q8Kernel k : q8_kernels_supported()) {
         if (k == Q8Kernel::kScalar) continue;  // the portable reference, not a decode kernel
-        for (bool from_memory : {false, true}) {
-          const std::string name = std::string("Q8Rows8Kernel/") + (k == Q8Kernel::kAvx2 ? "AVX2" : "VNNI") +
-                                   (from_memory ? "/FromMemory/" : "/") + std::string(ggml_type_info(type).name) + "/" +
-                                   std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Q8Rows8Kernel, k, type, shape[0], shape[1], from_memory)
-              ->ArgNames({"threads"})
-              ->Arg(1)
-              ->Arg(2)
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
+        for (int bits : {8, 16}) {
+          for (bool from_memory : {false, true}) {
+            const std::string name = fmt::format("Q{}Rows8Kernel/{}{}{}/{}x{}", bits, k == Q8Kernel::kAvx2 ? "AVX2" : "VNNI",
+                                                 from_memory ? "/FromMemory/" : "/", ggml_type_info(type).name,
+                                                 shape[0], shape[1]);
+            benchmark::RegisterBenchmark(name.c_str(), BM_Q8Rows8Kernel, k, bits, type, shape[0], shape[1], from_memory)
+                ->ArgNames({"threads"})
+                ->Arg(1)
+                ->Arg(2)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
       }
     }

@@ -225,7 +225,7 @@ int bench_roofline(const RooflineOptions& o) {
                o.reps);
   }
   const auto describe = [](const std::string& act) {
-    return act == "q8" ? fmt::format("q8 ({} kernel)", q8_kernel_name(q8_best_kernel())) : act;
+    return act == "f32" ? act : fmt::format("{} ({} kernel)", act, q8_kernel_name(q8_best_kernel()));
   };
   fmt::print("Decode activations: {}{}.\n\n", describe(o.model_flags.decode_activations),
              versus ? fmt::format("; the second table, token-paired with {}", describe(o.versus_activations)) : "");
@@ -320,9 +320,9 @@ Action add_bench_roofline(CLI::App& app) {
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
   app.add_option("--versus-activations", o->versus_activations,
-                 "also decode with these activations (f32 | q8), taking turns with --decode-activations token by "
-                 "token, and report both and their ratio")
-      ->check(CLI::IsMember({"f32", "q8"}));
+                 "also decode with these activations (f32 | q16 | q8), taking turns with --decode-activations token "
+                 "by token, and report both and their ratio")
+      ->check(CLI::IsMember({"f32", "q16", "q8"}));
   return [o] { return bench_roofline(*o); };
 }
 

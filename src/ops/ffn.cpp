@@ -9,7 +9,7 @@ namespace snapkv {
 namespace {
 
 void swiglu_q8(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down, const float* x,
-               int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool) {
+               int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool, int bits) {
   const int64_t n_ff = w_gate.n_out;
   // The calling thread's buffers, reused from call to call; the pool's threads reach them through
   // references (a thread_local named in the lambda would be each thread's own).
@@ -17,8 +17,8 @@ void swiglu_q8(const WeightMatrix& w_gate, const WeightMatrix& w_up, const Weigh
   Q8Activations& in = in_buffer;
   Q8Activations& product = product_buffer;
   const Q8Kernel kernel = q8_best_kernel();
-  quantize_q8(x, w_gate.n_in, n_tok, in, kernel);
-  q8_resize(product, n_ff, n_tok);
+  quantize_q8(x, w_gate.n_in, n_tok, in, kernel, bits);
+  q8_resize(product, n_ff, n_tok, bits);
   run_split(pool, 2 * n_ff * w_gate.n_in * n_tok, [&](int ith, int nth) {
     int64_t r0, r1;
     split_rows(n_ff, 2 * kQ8Block, ith, nth, &r0, &r1);  // whole pairs of blocks of the product
@@ -41,9 +41,10 @@ void swiglu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, const Weig
     fail(ErrorKind::kInvalidArgument, "swiglu_ffn: gate {} x {}, up {} x {} and down {} x {} do not fit", w_gate.n_out,
          w_gate.n_in, w_up.n_out, w_up.n_in, w_down.n_out, w_down.n_in);
   }
-  if (n_tok > 0 && matmul_rounds_to_q8(act, n_tok, w_gate.type) && matmul_rounds_to_q8(act, n_tok, w_up.type) &&
-      matmul_rounds_to_q8(act, n_tok, w_down.type)) {
-    return swiglu_q8(w_gate, w_up, w_down, x, n_tok, gate, up, y, pool);
+  const int bits = matmul_activation_bits(act, n_tok, w_gate);
+  if (n_tok > 0 && bits != 0 && matmul_activation_bits(act, n_tok, w_up) == bits &&
+      matmul_activation_bits(act, n_tok, w_down) == bits) {
+    return swiglu_q8(w_gate, w_up, w_down, x, n_tok, gate, up, y, pool, bits);
   }
   const MatmulJob gate_up[] = {{&w_gate, gate}, {&w_up, up}};
   matmul_many(gate_up, x, n_tok, pool, act);

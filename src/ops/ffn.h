@@ -13,8 +13,8 @@ namespace snapkv {
 //   ends up holding the product silu(gate) * up
 //   y: [n_tok][n_embd]; may be x
 // The same results as matmul_many(gate, up), silu_mul_inplace and matmul(down) with `act`. Where
-// all three take the 8-bit path (matmul_rounds_to_q8), each thread also multiplies and rounds
-// its own rows of gate and up to 8 bits in the job that computes them, so the calling thread
+// all three round to the same bits (matmul_activation_bits), each thread also multiplies and
+// rounds its own rows of gate and up in the job that computes them, so the calling thread
 // neither reads the other threads' floats nor runs that work alone. On a 2-vCPU Zen 4 VM a q8
 // decode step took 0.992x as long (token-paired, in phases when the VM reads about 30 GB/s) and
 // 0.975x (about 55 GB/s, when a cache line takes ~6x as long to go from one vCPU to the other:

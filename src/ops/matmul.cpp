@@ -427,15 +427,18 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
   return w;
 }
 
-bool matmul_rounds_to_q8(MatmulActivations act, int64_t n_tok, GgmlType type) {
-  return act == MatmulActivations::kQ8 && n_tok <= kMatmulDecodeMaxTokens && q8_supports(type);
+int matmul_activation_bits(MatmulActivations act, int64_t n_tok, const WeightMatrix& w) {
+  if (act == MatmulActivations::kF32 || n_tok > kMatmulDecodeMaxTokens || !q8_supports(w.type)) return 0;
+  if (act == MatmulActivations::kQ8) return 8;
+  return w.rows8 ? 16 : 0;
 }
 
 namespace {
 void run_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) {
-  const bool q8 = std::all_of(jobs.begin(), jobs.end(),
-                              [&](const MatmulJob& j) { return matmul_rounds_to_q8(act, n_tok, j.w->type); });
-  if (q8) return matvec_q8_many(jobs, x, n_tok, pool);
+  const int bits = matmul_activation_bits(act, n_tok, *jobs[0].w);
+  const bool same = std::all_of(jobs.begin(), jobs.end(),
+                                [&](const MatmulJob& j) { return matmul_activation_bits(act, n_tok, *j.w) == bits; });
+  if (bits != 0 && same) return matvec_q8_many(jobs, x, n_tok, pool, bits);
   HWY_DYNAMIC_DISPATCH(MatmulManyT)(jobs.data(), jobs.size(), x, n_tok, pool);
 }
 }  // namespace

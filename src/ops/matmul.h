@@ -25,7 +25,7 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_bytes = 0;
-  // Optional: the same rows interleaved by 8 (rows8.h). When it is set, the 8-bit-activation
+  // Optional: the same rows interleaved by 8 (rows8.h). When it is set, the integer-activation
   // decode kernels, prefill and get_row read it instead of data (so that the pages of data can be
   // left out of memory); the other kernels read data, which must stay valid.
   const uint8_t* rows8 = nullptr;
@@ -43,13 +43,15 @@ inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 // f32, and results agree with the double reference to rounding. kQ8 rounds each block of 32
 // activations to 8 bits first, as llama.cpp does, and multiplies in integers (matvec_q8.h): about
 // twice as fast where the f32 kernel is limited by arithmetic, at the price of an error of up to
-// max|x| / 254 of the block in each activation. kQ8 applies to decode calls (n_tok <= 8) whose
-// weights are all Q4_0, Q4_1 or Q8_0; any other call runs as kF32.
-enum class MatmulActivations { kF32, kQ8 };
+// max|x| / 254 of the block in each activation. kQ16 rounds to 16 bits (an error of up to
+// max|x| / 65534), for matrices with a copy interleaved by 8 rows (rows8.h). They apply to decode
+// calls (n_tok <= 8) whose weights are all Q4_0, Q4_1 or Q8_0 (and for kQ16 all interleaved); any
+// other call runs as kF32.
+enum class MatmulActivations { kF32, kQ8, kQ16 };
 
-// Whether a call of n_tok tokens with these activations takes the 8-bit path for weights of this
-// type (what the paragraph above says).
-bool matmul_rounds_to_q8(MatmulActivations act, int64_t n_tok, GgmlType type);
+// The bits a call of n_tok tokens with these activations rounds them to for this matrix, 8 or 16,
+// or 0 where it multiplies in f32 (what the paragraph above says).
+int matmul_activation_bits(MatmulActivations act, int64_t n_tok, const WeightMatrix& w);
 
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tok, o < n_out, i.e. Y = X W^T.
 //   x: [n_tok][n_in] f32, row-major, any alignment

@@ -25,8 +25,17 @@ static inline __m256i DotNibblesAdd(__m256i acc, __m256i a1, __m256i b1, __m256i
 #endif
 }
 
+// acc plus, per 32-bit lane, the sum of the products of its two signed 16-bit halves in a and b.
+static inline __m256i DotAdd16(__m256i acc, __m256i a, __m256i b) {
+#if SNAPKV_Q8_VNNI
+  return _mm256_dpwssd_epi32(acc, a, b);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
 // The 4 bytes at p in every 32-bit lane.
-static inline __m256i Broadcast4(const int8_t* p) {
+static inline __m256i Broadcast4(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
@@ -233,8 +242,86 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
   }
 }
 
+// Rows8 with 16-bit activations: each 32-bit lane of a chunk (4 code bytes of a row) is read as
+// two 16-bit halves, whose nibbles (Q4) or bytes (Q8_0) give 2 weights per lane at a time, which
+// meet 2 activations (in the order of q16_slot) broadcast to all 8 lanes. Two sums per token
+// halve the chain of dependent multiply-adds.
+template <GgmlType kType, int T>
+static void Rows8x16(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kGroupBlock = 8 * q8_block::bytes(kType);
+  constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;
+  const int64_t nb = w.n_in / kQ8Block;
+  const __m256i low4 = _mm256_set1_epi16(0x0F);
+  const size_t group_bytes = 8 * w.row_bytes;
+  const uint8_t* first = w.rows8 + static_cast<size_t>(r0 / 8) * group_bytes;
+  const size_t total = static_cast<size_t>((r1 - r0) / 8) * group_bytes;
+  prefetch_rows_start(first, total);
+  for (int64_t g = r0 / 8; g < r1 / 8; ++g) {
+    const uint8_t* p = w.rows8 + static_cast<size_t>(g) * group_bytes;
+    __m256 acc[T], off[T];
+    const int16_t* xq[T];
+    const float* xd[T];
+    const float* xs[T];
+    for (int t = 0; t < T; ++t) {
+      acc[t] = off[t] = _mm256_setzero_ps();
+      xq[t] = x.q16.data() + (t0 + t) * nb * kQ8Block;
+      xd[t] = x.d4.data() + (t0 + t) * nb * 4;
+      xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
+    }
+    for (int64_t b = 0; b < nb; ++b, p += kGroupBlock) {
+      const size_t done = static_cast<size_t>(p - first);  // prefetched as in Rows8
+      if (done + kPrefetchBytes < total) prefetch_bytes(first, done + kPrefetchBytes, done + kPrefetchBytes + kGroupBlock);
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      __m256i s0[T], s1[T];
+      for (int t = 0; t < T; ++t) s0[t] = s1[t] = _mm256_setzero_si256();
+      if constexpr (kType == GgmlType::Q8_0) {
+        for (int k = 0; k < 8; ++k) {  // bytes 0 and 2 of each lane, then 1 and 3, sign-extended
+          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+          const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(c, 8), 8), odd = _mm256_srai_epi16(c, 8);
+          for (int t = 0; t < T; ++t) {
+            s0[t] = DotAdd16(s0[t], even, Broadcast4(xq[t] + 4 * k));
+            s1[t] = DotAdd16(s1[t], odd, Broadcast4(xq[t] + 4 * k + 2));
+          }
+        }
+      } else {
+        for (int k = 0; k < 4; ++k) {  // low nibbles of bytes 0 and 2, of 1 and 3; high ones the same
+          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+          const __m256i lo02 = _mm256_and_si256(c, low4), lo13 = _mm256_and_si256(_mm256_srli_epi16(c, 8), low4);
+          const __m256i hi02 = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4), hi13 = _mm256_srli_epi16(c, 12);
+          for (int t = 0; t < T; ++t) {
+            s0[t] = DotAdd16(DotAdd16(s0[t], lo02, Broadcast4(xq[t] + 4 * k)), hi02, Broadcast4(xq[t] + 16 + 4 * k));
+            s1[t] = DotAdd16(DotAdd16(s1[t], lo13, Broadcast4(xq[t] + 4 * k + 2)), hi13, Broadcast4(xq[t] + 18 + 4 * k));
+          }
+        }
+      }
+      __m256 m4 = _mm256_setzero_ps();  // as in Rows8
+      if constexpr (kType == GgmlType::Q4_1) {
+        m4 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))), _mm256_set1_ps(4.0f));
+      } else if constexpr (kType == GgmlType::Q4_0) {
+        m4 = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(s0[t], s1[t]));
+        acc[t] = _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(*xd[t])), acc[t]);
+        if constexpr (kType != GgmlType::Q8_0) off[t] = _mm256_fmadd_ps(m4, _mm256_set1_ps(*xs[t]), off[t]);
+        xq[t] += kQ8Block;
+        xd[t] += 4;
+        xs[t] += 4;
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * w.n_out + 8 * g, _mm256_add_ps(acc[t], off[t]));
+  }
+}
+
 template <int T>
 static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  if (x.bits == 16) {  // w.rows8 is set (q8_matvec_rows)
+    switch (w.type) {
+      case GgmlType::Q4_0: return Rows8x16<GgmlType::Q4_0, T>(w, x, t0, y, r0, r1);
+      case GgmlType::Q4_1: return Rows8x16<GgmlType::Q4_1, T>(w, x, t0, y, r0, r1);
+      default: return Rows8x16<GgmlType::Q8_0, T>(w, x, t0, y, r0, r1);
+    }
+  }
   if (w.rows8) {
     switch (w.type) {
       case GgmlType::Q4_0: return Rows8<GgmlType::Q4_0, T>(w, x, t0, y, r0, r1);
@@ -252,8 +339,10 @@ static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
 #if !SNAPKV_Q8_VNNI  // one copy is enough: AVX-512 would not make it faster
 // quantize_blocks of matvec_q8.cpp, 8 floats at a time, with the same results: the same largest
 // magnitude (a NaN skipped by max as by the scalar comparison), scale, clamp and rounding (toward
-// zero, then a fraction of 0.5 or more away from it) and exact integer sums.
-void QuantizeBlocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, float* sum4) {
+// zero, then a fraction of 0.5 or more away from it), exact integer sums and order of the codes.
+template <class Code>
+static void QuantizeBlocksT(const float* x, int64_t n_blocks, Code* q, float* d4, float* sum4) {
+  constexpr float kMax = std::numeric_limits<Code>::max();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -269,12 +358,12 @@ void QuantizeBlocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, floa
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float d = finite == 0xFF ? _mm_cvtss_f32(m) / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    const float d = finite == 0xFF ? _mm_cvtss_f32(m) / kMax : std::numeric_limits<float>::quiet_NaN();
     const float id = d >= std::numeric_limits<float>::min() ? 1.0f / d : 0.0f;
     __m256i codes[4];
     for (int k = 0; k < 4; ++k) {
-      const __m256 scaled = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), _mm256_set1_ps(-127.0f)),
-                                          _mm256_set1_ps(127.0f));
+      const __m256 scaled = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), _mm256_set1_ps(-kMax)),
+                                          _mm256_set1_ps(kMax));
       const __m256i i = _mm256_cvttps_epi32(scaled);
       const __m256 frac = _mm256_sub_ps(scaled, _mm256_cvtepi32_ps(i));
       // A true comparison is -1: subtracting it adds 1.
@@ -287,13 +376,28 @@ void QuantizeBlocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, floa
     t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
     t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
     const int32_t code_sum = _mm_cvtsi128_si32(t);
-    // Saturating packs interleave the 128-bit halves; the permutation puts the bytes back in order.
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(codes[0], codes[1]), _mm256_packs_epi32(codes[2], codes[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQ8Block),
-                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    // Saturating packs interleave the 128-bit halves; the permutations put the codes back in order.
+    if constexpr (sizeof(Code) == 1) {
+      const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(codes[0], codes[1]), _mm256_packs_epi32(codes[2], codes[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQ8Block),
+                          _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    } else {  // each 4 codes in the order 0, 2, 1, 3 (q16_slot), then packed 8 codes at a time
+      for (int k = 0; k < 4; k += 2) {
+        const __m256i packed = _mm256_packs_epi32(_mm256_shuffle_epi32(codes[k], 0xD8), _mm256_shuffle_epi32(codes[k + 1], 0xD8));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQ8Block + 8 * k), _mm256_permute4x64_epi64(packed, 0xD8));
+      }
+    }
     _mm_storeu_ps(d4 + b * 4, _mm_set1_ps(d));
     _mm_storeu_ps(sum4 + b * 4, _mm_set1_ps(d * static_cast<float>(code_sum) * 0.25f));
   }
+}
+
+void QuantizeBlocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, float* sum4) {
+  QuantizeBlocksT(x, n_blocks, q, d4, sum4);
+}
+
+void QuantizeBlocks(const float* x, int64_t n_blocks, int16_t* q, float* d4, float* sum4) {
+  QuantizeBlocksT(x, n_blocks, q, d4, sum4);
 }
 #endif
 

@@ -15,17 +15,20 @@
 namespace snapkv {
 namespace {
 
-// v in [-127, 127] to the nearest integer, halves away from zero, as roundf does; roundf and
+// v in [-kMax, kMax] to the nearest integer, halves away from zero, as roundf does; roundf and
 // nearbyint are library calls on baseline x86-64.
-int8_t round_to_int8(float v) {
+int round_to_int(float v) {
   const int i = static_cast<int>(v);  // toward zero, and v - i is exact
   const float frac = v - static_cast<float>(i);
-  return static_cast<int8_t>(i + (frac >= 0.5f) - (frac <= -0.5f));
+  return i + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
-// The rounding of quantize_q8, block by block; QuantizeBlocks in matvec_q8-inl.h does the same in
-// AVX2. (As scalar code, the rounding took 6-12 % of a 2-thread q8 decode step.)
-void quantize_blocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, float* sum4) {
+// The rounding of quantize_q8, block by block, to int8 or int16 codes (these in the order of
+// q16_slot); QuantizeBlocks in matvec_q8-inl.h does the same in AVX2. (As scalar code, the
+// rounding took 6-12 % of a 2-thread q8 decode step.)
+template <class Code>
+void quantize_blocks(const float* x, int64_t n_blocks, Code* q, float* d4, float* sum4) {
+  constexpr float kMax = std::numeric_limits<Code>::max();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* xb = x + b * kQ8Block;
     float amax = 0.0f;
@@ -34,15 +37,15 @@ void quantize_blocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, flo
       amax = std::max(amax, std::fabs(xb[i]));
       finite = finite && std::isfinite(xb[i]);
     }
-    const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    const float d = finite ? amax / kMax : std::numeric_limits<float>::quiet_NaN();
     // Every code is 0 when d is 0 or NaN, or too small (subnormal) for 1 / d to be finite.
     const float id = d >= std::numeric_limits<float>::min() ? 1.0f / d : 0.0f;
     int32_t code_sum = 0;
     for (int i = 0; i < kQ8Block; ++i) {
-      // Within [-127, 127] by construction; the clamp only guards against rounding of 1 / d.
-      const float v = id == 0.0f ? 0.0f : std::min(127.0f, std::max(-127.0f, xb[i] * id));
-      q[b * kQ8Block + i] = round_to_int8(v);
-      code_sum += q[b * kQ8Block + i];
+      // Within [-kMax, kMax] by construction; the clamp only guards against rounding of 1 / d.
+      const int c = round_to_int(id == 0.0f ? 0.0f : std::min(kMax, std::max(-kMax, xb[i] * id)));
+      q[b * kQ8Block + (sizeof(Code) == 1 ? i : q16_slot(i))] = static_cast<Code>(c);
+      code_sum += c;
     }
     for (int k = 0; k < 4; ++k) {
       d4[b * 4 + k] = d;
@@ -53,17 +56,21 @@ void quantize_blocks(const float* x, int64_t n_blocks, int8_t* q, float* d4, flo
 
 }  // namespace
 
-void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok) {
+void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok, int bits) {
   if (n_in <= 0 || n_in % kQ8Block != 0) {
     fail(ErrorKind::kInvalidArgument, "quantize_q8: n_in {} is not a positive multiple of {}", n_in, kQ8Block);
   }
   if (n_tok < 0) fail(ErrorKind::kInvalidArgument, "quantize_q8: n_tok {} is negative", n_tok);
+  if (bits != 8 && bits != 16) fail(ErrorKind::kInvalidArgument, "quantize_q8: {} bits, not 8 or 16", bits);
   const int64_t n_blocks = n_tok * (n_in / kQ8Block);
   const int64_t n_pairs = n_in / (2 * kQ8Block);
   out.n_in = n_in;
   out.n_tok = n_tok;
-  out.q.resize(static_cast<size_t>(n_tok * n_in));
-  out.q_pairs.resize(static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block));
+  out.bits = bits;
+  const int64_t n8 = bits == 8 ? n_tok * n_in : 0, n16 = bits == 16 ? n_tok * n_in : 0;
+  out.q.resize(static_cast<size_t>(n8));
+  out.q_pairs.resize(static_cast<size_t>(bits == 8 ? n_tok * n_pairs * 2 * kQ8Block : 0));
+  out.q16.resize(static_cast<size_t>(n16));
   out.d4.resize(static_cast<size_t>(n_blocks * 4));
   out.sum4.resize(static_cast<size_t>(n_blocks * 4));
 }
@@ -76,14 +83,19 @@ void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& 
   }
   const int64_t nb = n_in / kQ8Block, n_pairs = n_in / (2 * kQ8Block);
   for (int64_t t = 0; t < out.n_tok; ++t) {
-    const int64_t b0 = t * nb + i0 / kQ8Block;
+    const int64_t b0 = t * nb + i0 / kQ8Block, n_blocks = (i1 - i0) / kQ8Block;
     const float* xt = x + t * n_in + i0;
-    int8_t* q = out.q.data() + t * n_in + i0;
-    if (kernel == Q8Kernel::kScalar) {
-      quantize_blocks(xt, (i1 - i0) / kQ8Block, q, out.d4.data() + b0 * 4, out.sum4.data() + b0 * 4);
-    } else {
-      q8_x86_quantize(xt, (i1 - i0) / kQ8Block, q, out.d4.data() + b0 * 4, out.sum4.data() + b0 * 4);
+    float* d4 = out.d4.data() + b0 * 4;
+    float* sum4 = out.sum4.data() + b0 * 4;
+    if (out.bits == 16) {
+      int16_t* q = out.q16.data() + t * n_in + i0;
+      if (kernel == Q8Kernel::kScalar) quantize_blocks(xt, n_blocks, q, d4, sum4);
+      else q8_x86_quantize16(xt, n_blocks, q, d4, sum4);
+      continue;
     }
+    int8_t* q = out.q.data() + t * n_in + i0;
+    if (kernel == Q8Kernel::kScalar) quantize_blocks(xt, n_blocks, q, d4, sum4);
+    else q8_x86_quantize(xt, n_blocks, q, d4, sum4);
     for (int64_t p = i0 / (2 * kQ8Block); p < i1 / (2 * kQ8Block); ++p) {
       const int8_t* a = out.q.data() + t * n_in + p * 2 * kQ8Block;
       int8_t* dst = out.q_pairs.data() + (t * n_pairs + p) * 2 * kQ8Block;
@@ -95,8 +107,8 @@ void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& 
   }
 }
 
-void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel) {
-  q8_resize(out, n_in, n_tok);
+void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out, Q8Kernel kernel, int bits) {
+  q8_resize(out, n_in, n_tok, bits);
   quantize_q8_columns(x, 0, n_in, out, kernel);
 }
 
@@ -142,7 +154,8 @@ T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * bytes;
     const int64_t tb = t * nb + b;
-    const int32_t dot = q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block);
+    const int32_t dot = x.bits == 16 ? q8_block::dot(w.type, blk, x.q16.data() + tb * kQ8Block)
+                                     : q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block);
     sum += static_cast<T>(q8_block::scale(blk)) * static_cast<T>(x.d4[static_cast<size_t>(tb * 4)]) * static_cast<T>(dot) +
            static_cast<T>(q8_block::offset(w.type, blk)) * 4 * static_cast<T>(x.sum4[static_cast<size_t>(tb * 4)]);
   }
@@ -152,7 +165,7 @@ T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
 }  // namespace
 
 void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
-  if (k == Q8Kernel::kScalar) {
+  if (k == Q8Kernel::kScalar || (x.bits == 16 && !w.rows8)) {
     for (int64_t t = 0; t < x.n_tok; ++t) {
       for (int64_t r = r0; r < r1; ++r) y[t * w.n_out + r] = row_dot<float>(w, x, r, t);
     }
@@ -187,11 +200,11 @@ void matvec_q8_many(std::span<const MatmulJob> jobs, const Q8Activations& x, Thr
   });
 }
 
-void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
+void matvec_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, int bits) {
   // The calling thread's buffer, reused from call to call; the pool's threads read it through a
   // reference (a thread_local named in the lambda would be each thread's own).
   thread_local Q8Activations buffer;
-  quantize_q8(x, jobs[0].w->n_in, n_tok, buffer);
+  quantize_q8(x, jobs[0].w->n_in, n_tok, buffer, q8_best_kernel(), bits);
   matvec_q8_many(jobs, buffer, pool);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// One weight block (Q4_0, Q4_1 or Q8_0) against one block of 32 activations rounded to 8 bits, in
-// plain C++: the scalar kernel, the reference, and the odd last block of the SIMD kernels.
+// One weight block (Q4_0, Q4_1 or Q8_0) against one block of 32 activations rounded to 8 or 16
+// bits, in plain C++: the scalar kernel, the reference, and the odd last block of the SIMD kernels.
 // A weight is d * c + m with c its stored code: for Q4_1 c in 0..15 and m stored; for Q4_0
 // c in 0..15 and m = -8 d; for Q8_0 c in -128..127 and m = 0. Codes 0..15 of a Q4 block are the
 // low nibbles of its 16 bytes, codes 16..31 the high nibbles.
@@ -9,6 +9,7 @@
 
 #include "io/ggml_type.h"
 #include "ops/fp16.h"
+#include "ops/matvec_q8.h"
 
 namespace snapkv::q8_block {
 
@@ -27,15 +28,25 @@ inline float offset(GgmlType type, const uint8_t* blk) {
   return type == GgmlType::Q4_0 ? -8.0f * half_at(blk) : 0.0f;
 }
 
+// Code i (0..31) of the block.
+inline int32_t code(GgmlType type, const uint8_t* blk, int i) {
+  if (type == GgmlType::Q8_0) return static_cast<int8_t>(blk[2 + i]);
+  const uint8_t byte = blk[(type == GgmlType::Q4_1 ? 4 : 2) + i % 16];
+  return i < 16 ? byte & 0x0F : byte >> 4;
+}
+
 // sum over i of code[i] * xq[i], exactly.
 inline int32_t dot(GgmlType type, const uint8_t* blk, const int8_t* xq) {
   int32_t s = 0;
-  if (type == GgmlType::Q8_0) {
-    for (int i = 0; i < 32; ++i) s += static_cast<int8_t>(blk[2 + i]) * xq[i];
-    return s;
-  }
-  const uint8_t* codes = blk + (type == GgmlType::Q4_1 ? 4 : 2);
-  for (int i = 0; i < 16; ++i) s += (codes[i] & 0x0F) * xq[i] + (codes[i] >> 4) * xq[i + 16];
+  for (int i = 0; i < 32; ++i) s += code(type, blk, i) * xq[i];
+  return s;
+}
+
+// The same with a block of 16-bit codes in the order of Q8Activations::q16 (and 32 * 127 * 32767
+// < 2^31).
+inline int32_t dot(GgmlType type, const uint8_t* blk, const int16_t* xq) {
+  int32_t s = 0;
+  for (int i = 0; i < 32; ++i) s += code(type, blk, i) * xq[q16_slot(i)];
   return s;
 }
 

@@ -15,7 +15,7 @@ bool rows8_supported(const WeightMatrix& w) {
 }
 
 bool rows8_wanted(MatmulActivations decode_activations) {
-  return decode_activations == MatmulActivations::kQ8 && q8_best_kernel() != Q8Kernel::kScalar;
+  return decode_activations != MatmulActivations::kF32 && q8_best_kernel() != Q8Kernel::kScalar;
 }
 
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // A copy of a Q4_0, Q4_1 or Q8_0 weight matrix with its rows interleaved in groups of 8, block by
-// block, for the 8-bit-activation decode kernels (matvec_q8.h).
+// block, for the decode kernels with 8- or 16-bit activations (matvec_q8.h).
 //
 // In the GGUF layout a kernel finishes a row before the next; each pair of blocks costs it two
 // scale conversions, two broadcasts and a horizontal sum, about half of its vector instructions
@@ -24,8 +24,8 @@ namespace snapkv {
 bool rows8_supported(const WeightMatrix& w);
 
 // Whether a model that decodes with these activations makes interleaved copies of its matrices:
-// with 8-bit activations on a CPU that runs the SIMD q8 kernels (the scalar one reads the GGUF
-// rows).
+// with 8- or 16-bit activations on a CPU that runs the SIMD q8 kernels (the scalar one reads the
+// GGUF rows).
 bool rows8_wanted(MatmulActivations decode_activations);
 
 // The interleaved copy of w's rows, into out (w.n_out * w.row_bytes bytes) or a new buffer

@@ -114,7 +114,7 @@ TEST(CliErrors, InvalidPressOptions) {
   expect_error(run + "--kv-press ada_kv --kv-alpha 2", "alpha");
   expect_error(run + "--kv-press streaming_llm --kv-capacity 4 --kv-sinks 4", "sinks");
   expect_error(run + "--kv-type q8_0", "--kv-type");
-  expect_error(run + "--decode-activations q4", "--decode-activations must be f32 or q8");
+  expect_error(run + "--decode-activations q4", "--decode-activations must be f32, q16 or q8");
   expect_error(run + "--kv-capacity abc", "--kv-capacity");
   expect_error(run + "--question-agnostic", "--question");
 }

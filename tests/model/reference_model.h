@@ -30,15 +30,23 @@ inline const ReferenceModel& reference_model() {
   return m;
 }
 
-// The default model with 8-bit decode activations, from the file mapped as the CLI opens it for
-// them (cli::ModelFlags::file_memory): the file's pages of the matrices it copies are released.
+// The default model with integer decode activations (8 or 16 bits), from the file mapped as the
+// CLI opens it for them (cli::ModelFlags::file_memory): the file's pages of the matrices it copies
+// are released.
+inline ReferenceModel load_reference_model(MatmulActivations act) {
+  ReferenceModel r;
+  r.file = GgufFile::open(default_model_path(), GgufFile::Memory::kMapped);
+  r.model = load_model(*r.file, ModelOptions{act});
+  return r;
+}
+
 inline const ReferenceModel& reference_model_q8() {
-  static const ReferenceModel m = [] {
-    ReferenceModel r;
-    r.file = GgufFile::open(default_model_path(), GgufFile::Memory::kMapped);
-    r.model = load_model(*r.file, ModelOptions{MatmulActivations::kQ8});
-    return r;
-  }();
+  static const ReferenceModel m = load_reference_model(MatmulActivations::kQ8);
+  return m;
+}
+
+inline const ReferenceModel& reference_model_q16() {
+  static const ReferenceModel m = load_reference_model(MatmulActivations::kQ16);
   return m;
 }
 

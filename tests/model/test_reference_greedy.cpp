@@ -115,6 +115,34 @@ TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
                             // and VNNI kernels give the same bits)
 }
 
+TEST(ReferenceGreedy, Q16DecodeFollowsTransformers) {
+  // With 16-bit activations in decode (kQ16) logits stay within 3.2e-3 of transformers' (measured,
+  // ReferenceLogits): a continuation may part from transformers' only at a tie that close.
+  constexpr float kQ16Tie = 1e-2f;
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  const Model* model = test::reference_model_q16().model.get();
+  ThreadPool pool(2);
+  int identical = 0;
+  for (const json& c : fx["cases"]) {
+    const std::string name = c["name"].get<std::string>();
+    const auto hf = c["transformers_ids"].get<std::vector<int32_t>>();
+    const auto hf_margins = c["transformers_margins"].get<std::vector<float>>();
+    const Path ours = greedy(*model, c["prompt_ids"].get<std::vector<int32_t>>(), hf.size(), pool);
+    const size_t k = first_difference(ours.ids, hf);
+    if (k == hf.size()) {
+      ++identical;
+      continue;
+    }
+    std::printf("case %s (q16): parted from transformers at step %zu of %zu (its margin %.4f, ours %.4f)\n",
+                name.c_str(), k, hf.size(), hf_margins[k], ours.margins[k]);
+    EXPECT_LT(hf_margins[k], kQ16Tie) << name << ": transformers was sure at step " << k;
+    EXPECT_LT(ours.margins[k], kQ16Tie) << name << ": we were sure at step " << k;
+  }
+  std::printf("%d of %zu greedy continuations with q16 decode identical to transformers\n", identical,
+              fx["cases"].size());
+  EXPECT_GE(identical, 15);  // 16 measured
+}
+
 TEST(ReferenceGreedy, PerplexityWithinOnePercentOfLlamaCpp) {
   const json ppl_fx = test::load_fixture("perplexity.json");
   const double ppl = test::perplexity(test::essay_logits(), test::reference_model().model->hparams().n_vocab);

@@ -61,23 +61,22 @@ TEST(ReferenceLogits, AgreesWithTransformers) {
   EXPECT_NEAR(ppl / ref_ppl, 1.0, 2e-4);
 }
 
-TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
-  // Teacher-forced decode steps with 8-bit activations (ModelOptions::decode_activations = kQ8)
-  // over the first 400 positions of the essay, measured as llama.cpp does the same (it rounds
-  // activations to 8 bits too; tools/reference/measure_llamacpp_decode_logits.py): llama-cpp-python
-  // 0.3.36, same GGUF, one token per eval, top-5 logits against this fixture: |logit diff| mean
-  // 0.132, p99 0.508, max 0.82; top-1 386/400 (measured on 2026-11-24; our q8 path: 0.137, 0.485,
-  // 1.05, 380/400). The bounds below leave about 50 % on llama.cpp's figures.
+// Teacher-forced decode steps, one token at a time, over the first n positions of the essay:
+// top-5 logits against transformers and top-1 agreement.
+struct DecodeDiffs {
+  double mean = 0, p99 = 0, max = 0;
+  int agree = 0;
+};
+
+DecodeDiffs teacher_forced_decode(const Model& model, size_t n) {
   const json fx = test::load_fixture("logits_transformers.json");
   const json& pos = fx["positions"];
   const std::vector<int32_t>& ids = test::essay_logits().ids;
-  const Model* model = test::reference_model_q8().model.get();
-  const int n_vocab = model->hparams().n_vocab;
-  const size_t n = 400;
+  const int n_vocab = model.hparams().n_vocab;
   ThreadPool pool(2);
-  Session s(*model, static_cast<int>(n), pool, SessionOptions{KvType::kF32, {}});
+  Session s(model, static_cast<int>(n), pool, SessionOptions{KvType::kF32, {}});
   std::vector<double> diffs;
-  int agree = 0;
+  DecodeDiffs r;
   for (size_t i = 0; i < n; ++i) {
     if (i == 0) {
       s.prefill(std::span<const int32_t>(ids.data(), 1));
@@ -88,19 +87,39 @@ TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
     const auto top_ids = pos[i]["top5_ids"].get<std::vector<int>>();
     const auto top_logits = pos[i]["top5_logits"].get<std::vector<double>>();
     for (size_t k = 0; k < top_ids.size(); ++k) diffs.push_back(std::fabs(row[top_ids[k]] - top_logits[k]));
-    agree += static_cast<int>(std::max_element(row, row + n_vocab) - row) == pos[i]["argmax"].get<int>();
+    r.agree += static_cast<int>(std::max_element(row, row + n_vocab) - row) == pos[i]["argmax"].get<int>();
   }
   std::sort(diffs.begin(), diffs.end());
-  double mean = 0;
-  for (double d : diffs) mean += d / static_cast<double>(diffs.size());
-  const double p99 = diffs[diffs.size() * 99 / 100];
-  std::printf("q8 decode: top-1 agreement %d/%zu; |logit diff| mean %.4f, p99 %.4f, max %.4f\n", agree, n, mean, p99,
-              diffs.back());
-  EXPECT_LT(mean, 0.2);
-  EXPECT_LT(p99, 0.75);
-  EXPECT_GE(agree, 370);
+  for (double d : diffs) r.mean += d / static_cast<double>(diffs.size());
+  r.p99 = diffs[diffs.size() * 99 / 100];
+  r.max = diffs.back();
+  std::printf("top-1 agreement %d/%zu; |logit diff| mean %.4g, p99 %.4g, max %.4g\n", r.agree, n, r.mean, r.p99,
+              r.max);
+  return r;
+}
+
+TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
+  // Teacher-forced decode steps with 8-bit activations (ModelOptions::decode_activations = kQ8)
+  // over the first 400 positions of the essay, measured as llama.cpp does the same (it rounds
+  // activations to 8 bits too; tools/reference/measure_llamacpp_decode_logits.py): llama-cpp-python
+  // 0.3.36, same GGUF, one token per eval, top-5 logits against this fixture: |logit diff| mean
+  // 0.132, p99 0.508, max 0.82; top-1 386/400 (measured on 2026-11-24; our q8 path: 0.137, 0.485,
+  // 1.05, 380/400). The bounds below leave about 50 % on llama.cpp's figures.
+  const DecodeDiffs d = teacher_forced_decode(*test::reference_model_q8().model, 400);
+  EXPECT_LT(d.mean, 0.2);
+  EXPECT_LT(d.p99, 0.75);
+  EXPECT_GE(d.agree, 370);
   // It must be the 8-bit path that ran: f32 stays within 0.005 of transformers.
-  EXPECT_GT(mean, 0.02);
+  EXPECT_GT(d.mean, 0.02);
+}
+
+TEST(ReferenceLogits, Q16DecodeIsNearlyAsCloseToTransformersAsF32) {
+  const DecodeDiffs f32 = teacher_forced_decode(*test::reference_model().model, 400);
+  const DecodeDiffs q16 = teacher_forced_decode(*test::reference_model_q16().model, 400);
+  EXPECT_LT(q16.max, 0.005);  // AgreesWithTransformers' bound for f32
+  EXPECT_GE(q16.agree, f32.agree - 2);
+  // It must be the 16-bit path that ran: further from transformers than f32.
+  EXPECT_GT(q16.mean, 1.5 * f32.mean);
 }
 
 }  // namespace

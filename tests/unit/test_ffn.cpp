@@ -120,19 +120,29 @@ TEST(SwigluFfn, MatchesTheExactFeedForwardAndTheUnfusedOps) {
         SCOPED_TRACE(trace);
         const std::vector<float> f32 = f.run(x, n_tok, pool2, MatmulActivations::kF32);
         const std::vector<float> q8 = f.run(x, n_tok, pool1, MatmulActivations::kQ8);
-        double worst_f32 = 0, worst_q8 = 0;
+        const std::vector<float> q16 = f.run(x, n_tok, pool3, MatmulActivations::kQ16);
+        double worst_f32 = 0, worst_q8 = 0, worst_q16 = 0;
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_LE(std::fabs(f32[i] - want[i]), 1e-5 * mag[i] + 1e-6) << "output " << i;
           ASSERT_LE(std::fabs(q8[i] - want[i]), 0.05 * mag[i] + 1e-6) << "output " << i;
+          ASSERT_LE(std::fabs(q16[i] - want[i]), 5e-4 * mag[i] + 1e-6) << "output " << i;
           worst_f32 = std::max(worst_f32, std::fabs(f32[i] - want[i]) / mag[i]);
           worst_q8 = std::max(worst_q8, std::fabs(q8[i] - want[i]) / mag[i]);
+          worst_q16 = std::max(worst_q16, std::fabs(q16[i] - want[i]) / mag[i]);
         }
-        // The 8-bit path must be the one that ran: its error is far above f32 rounding.
+        // The integer paths must be the ones that ran: their errors are far above f32 rounding
+        // (16 bits only with the interleaved copies; without them, kQ16 runs as f32).
         if (q8_path) {
           EXPECT_GT(worst_q8, 10 * worst_f32);
+          if (copies) {
+            EXPECT_GT(worst_q16, 2 * worst_f32);
+            EXPECT_GT(worst_q8, 20 * worst_q16);
+          } else {
+            EXPECT_EQ(q16, f32);
+          }
         }
         for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
-          for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8}) {
+          for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8, MatmulActivations::kQ16}) {
             EXPECT_EQ(f.run(x, n_tok, *pool, act), f.unfused(x, n_tok, *pool, act)) << pool->size() << " threads";
           }
         }
@@ -146,7 +156,7 @@ TEST(SwigluFfn, ShapesThatDoNotFitAreRejected) {
   ThreadPool pool(2);
   const Ffn f(GgmlType::Q4_1, 64, 96, rng);
   std::vector<float> x(64), g(96), u(96), y(64);
-  for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8}) {
+  for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8, MatmulActivations::kQ16}) {
     EXPECT_THROW(swiglu_ffn(f.gate, f.down, f.down, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
     EXPECT_THROW(swiglu_ffn(f.gate, f.up, f.gate, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
     EXPECT_THROW(swiglu_ffn(f.gate, f.up, f.down, x.data(), -1, g.data(), u.data(), y.data(), pool, act), Error);

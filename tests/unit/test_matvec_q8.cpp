@@ -1,6 +1,7 @@
-// The 8-bit-activation decode path (ops/matvec_q8.h): the rounding of the activations, every
-// kernel this CPU runs against the double reference of the same arithmetic, and matmul with
-// MatmulActivations::kQ8 against the exact f32 product within the error that the rounding allows.
+// The integer-activation decode path (ops/matvec_q8.h): the rounding of the activations to 8 and
+// 16 bits, every kernel this CPU runs against the double reference of the same arithmetic, and
+// matmul with MatmulActivations::kQ8 and kQ16 against the exact f32 product within the error that
+// the rounding allows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,36 +28,50 @@ using test::random_matrix;
 
 const GgmlType kQ8Types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0};
 
+// The code of activation i (of all n_tok * n_in) whatever the bits.
+int code_at(const Q8Activations& q, int64_t i) {
+  return q.bits == 16 ? q.q16[static_cast<size_t>(q16_slot(i))] : q.q[static_cast<size_t>(i)];
+}
+
+int32_t block_dot(const uint8_t* blk, GgmlType type, const Q8Activations& x, int64_t tb) {
+  return x.bits == 16 ? q8_block::dot(type, blk, x.q16.data() + tb * kQ8Block)
+                      : q8_block::dot(type, blk, x.q.data() + tb * kQ8Block);
+}
+
 TEST(QuantizeQ8, RoundsEachBlockToItsScale) {
   std::mt19937 rng(3);
   std::vector<float> x = random_floats(3 * 64, rng);
   for (int i = 32; i < 64; ++i) x[i] *= 1000.0f;  // block 1: large values
   for (int i = 64; i < 96; ++i) x[i] = 0.0f;      // block 2: all zero
-  for (Q8Kernel k : q8_kernels_supported()) {
-    SCOPED_TRACE(q8_kernel_name(k));
-    Q8Activations q;
-    quantize_q8(x.data(), 64, 3, q, k);
-    ASSERT_EQ(q.q.size(), x.size());
-    ASSERT_EQ(q.d4.size(), 6u * 4);
-    for (int b = 0; b < 6; ++b) {
-      float amax = 0.0f;
-      int code_sum = 0;
-      for (int i = 0; i < 32; ++i) {
-        amax = std::max(amax, std::fabs(x[b * 32 + i]));
-        code_sum += q.q[b * 32 + i];
+  for (int bits : {8, 16}) {
+    const int top = bits == 8 ? 127 : 32767;
+    for (Q8Kernel k : q8_kernels_supported()) {
+      SCOPED_TRACE(std::string(q8_kernel_name(k)) + ", " + std::to_string(bits) + " bits");
+      Q8Activations q;
+      quantize_q8(x.data(), 64, 3, q, k, bits);
+      ASSERT_EQ((bits == 8 ? q.q.size() : q.q16.size()), x.size());
+      ASSERT_EQ(q.d4.size(), 6u * 4);
+      for (int b = 0; b < 6; ++b) {
+        float amax = 0.0f;
+        int code_sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          amax = std::max(amax, std::fabs(x[b * 32 + i]));
+          code_sum += code_at(q, b * 32 + i);
+        }
+        const float d = amax / static_cast<float>(top);
+        for (int j = 0; j < 4; ++j) {
+          EXPECT_EQ(q.d4[b * 4 + j], d) << "block " << b;
+          EXPECT_FLOAT_EQ(q.sum4[b * 4 + j] * 4, d * static_cast<float>(code_sum)) << "block " << b;
+        }
+        int largest = 0;
+        for (int i = 0; i < 32; ++i) {
+          const int v = code_at(q, b * 32 + i);
+          largest = std::max(largest, std::abs(v));
+          EXPECT_LE(std::fabs(x[b * 32 + i] - d * static_cast<float>(v)), d * 0.5f * (1 + 1e-5f))
+              << "block " << b << " element " << i;
+        }
+        EXPECT_EQ(largest, amax > 0 ? top : 0) << "block " << b;
       }
-      const float d = amax / 127.0f;
-      for (int j = 0; j < 4; ++j) {
-        EXPECT_EQ(q.d4[b * 4 + j], d) << "block " << b;
-        EXPECT_FLOAT_EQ(q.sum4[b * 4 + j] * 4, d * static_cast<float>(code_sum)) << "block " << b;
-      }
-      int largest = 0;
-      for (int i = 0; i < 32; ++i) {
-        const int8_t v = q.q[b * 32 + i];
-        largest = std::max(largest, std::abs(static_cast<int>(v)));
-        EXPECT_LE(std::fabs(x[b * 32 + i] - d * v), d * 0.5f * (1 + 1e-5f)) << "block " << b << " element " << i;
-      }
-      EXPECT_EQ(largest, amax > 0 ? 127 : 0) << "block " << b;
     }
   }
 }
@@ -72,6 +87,20 @@ TEST(QuantizeQ8, HalvesRoundAwayFromZero) {
     ASSERT_EQ(q.d4[0], 1.0f) << q8_kernel_name(k);
     for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(q.q[i], want[i]) << q8_kernel_name(k) << " element " << i;
     EXPECT_EQ(q.q[31], 2) << q8_kernel_name(k);
+    // 32767 sets d = 1 with 16 bits, and ties beyond 8 bits round the same way.
+    std::vector<float> x16 = x;
+    x16[0] = 32767.0f;
+    x16[9] = 200.5f;
+    x16[10] = -1000.5f;
+    quantize_q8(x16.data(), 32, 1, q, k, 16);
+    ASSERT_EQ(q.d4[0], 1.0f) << q8_kernel_name(k);
+    std::vector<int> want16 = want;
+    want16[0] = 32767;
+    want16[9] = 201;
+    want16[10] = -1001;
+    for (size_t i = 0; i < want16.size(); ++i) {
+      EXPECT_EQ(code_at(q, static_cast<int64_t>(i)), want16[i]) << q8_kernel_name(k) << " element " << i;
+    }
   }
 }
 
@@ -90,18 +119,22 @@ TEST(QuantizeQ8, EveryKernelMatchesTheScalarLoop) {
     }
     if (b % 3 == 1) x[static_cast<size_t>(b * 32)] = 127.0f;  // d = 1: the halves are ties
   }
-  Q8Activations want;
-  quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar);
   const std::vector<Q8Kernel> kernels = q8_kernels_supported();
   if (kernels.size() == 1) GTEST_SKIP() << "this CPU runs only the scalar loop";
-  for (Q8Kernel k : kernels) {
-    if (k == Q8Kernel::kScalar) continue;
-    Q8Activations got;
-    quantize_q8(x.data(), n_in, n_tok, got, k);
-    EXPECT_EQ(got.q, want.q) << q8_kernel_name(k);
-    EXPECT_EQ(got.q_pairs, want.q_pairs) << q8_kernel_name(k);
-    EXPECT_EQ(got.d4, want.d4) << q8_kernel_name(k);
-    EXPECT_EQ(got.sum4, want.sum4) << q8_kernel_name(k);
+  for (int bits : {8, 16}) {
+    Q8Activations want;
+    quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar, bits);
+    for (Q8Kernel k : kernels) {
+      if (k == Q8Kernel::kScalar) continue;
+      SCOPED_TRACE(std::string(q8_kernel_name(k)) + ", " + std::to_string(bits) + " bits");
+      Q8Activations got;
+      quantize_q8(x.data(), n_in, n_tok, got, k, bits);
+      EXPECT_EQ(got.q, want.q);
+      EXPECT_EQ(got.q_pairs, want.q_pairs);
+      EXPECT_EQ(got.q16, want.q16);
+      EXPECT_EQ(got.d4, want.d4);
+      EXPECT_EQ(got.sum4, want.sum4);
+    }
   }
 }
 
@@ -111,27 +144,32 @@ TEST(QuantizeQ8, ColumnsRoundAsTheWholeRows) {
   std::mt19937 rng(12);
   const int64_t n_in = 160, n_tok = 3;  // 5 blocks: 2 pairs and an odd one
   const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
-  for (Q8Kernel k : q8_kernels_supported()) {
-    SCOPED_TRACE(q8_kernel_name(k));
-    Q8Activations want, got;
-    quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar);
-    q8_resize(got, n_in, n_tok);
-    ASSERT_EQ(got.q.size(), want.q.size());
-    ASSERT_EQ(got.q_pairs.size(), want.q_pairs.size());
-    quantize_q8_columns(x.data(), 64, n_in, got, k);
-    quantize_q8_columns(x.data(), 0, 64, got, k);
-    quantize_q8_columns(x.data(), 64, 64, got, k);  // nothing
-    EXPECT_EQ(got.q, want.q);
-    EXPECT_EQ(got.q_pairs, want.q_pairs);
-    EXPECT_EQ(got.d4, want.d4);
-    EXPECT_EQ(got.sum4, want.sum4);
-    for (auto [i0, i1] : {std::pair<int64_t, int64_t>{32, 64}, {0, 96}, {64, 0}, {-64, 64}, {0, 192}}) {
-      EXPECT_THROW(quantize_q8_columns(x.data(), i0, i1, got, k), Error) << i0 << " " << i1;
+  for (int bits : {8, 16}) {
+    for (Q8Kernel k : q8_kernels_supported()) {
+      SCOPED_TRACE(std::string(q8_kernel_name(k)) + ", " + std::to_string(bits) + " bits");
+      Q8Activations want, got;
+      quantize_q8(x.data(), n_in, n_tok, want, Q8Kernel::kScalar, bits);
+      q8_resize(got, n_in, n_tok, bits);
+      ASSERT_EQ(got.q.size(), want.q.size());
+      ASSERT_EQ(got.q_pairs.size(), want.q_pairs.size());
+      ASSERT_EQ(got.q16.size(), want.q16.size());
+      quantize_q8_columns(x.data(), 64, n_in, got, k);
+      quantize_q8_columns(x.data(), 0, 64, got, k);
+      quantize_q8_columns(x.data(), 64, 64, got, k);  // nothing
+      EXPECT_EQ(got.q, want.q);
+      EXPECT_EQ(got.q_pairs, want.q_pairs);
+      EXPECT_EQ(got.q16, want.q16);
+      EXPECT_EQ(got.d4, want.d4);
+      EXPECT_EQ(got.sum4, want.sum4);
+      for (auto [i0, i1] : {std::pair<int64_t, int64_t>{32, 64}, {0, 96}, {64, 0}, {-64, 64}, {0, 192}}) {
+        EXPECT_THROW(quantize_q8_columns(x.data(), i0, i1, got, k), Error) << i0 << " " << i1;
+      }
     }
   }
   Q8Activations bad;
   EXPECT_THROW(q8_resize(bad, 48, 1), Error);
   EXPECT_THROW(q8_resize(bad, 64, -1), Error);
+  EXPECT_THROW(q8_resize(bad, 64, 1, 4), Error);
 }
 
 TEST(QuantizeQ8, NonFiniteBlocksGiveNaNScalesAndErrorsAreClear) {
@@ -142,12 +180,14 @@ TEST(QuantizeQ8, NonFiniteBlocksGiveNaNScalesAndErrorsAreClear) {
   for (Q8Kernel k : q8_kernels_supported()) {
     SCOPED_TRACE(q8_kernel_name(k));
     Q8Activations q;
-    quantize_q8(x.data(), 32, 3, q, k);
-    EXPECT_TRUE(std::isnan(q.d4[0]));
-    EXPECT_TRUE(std::isnan(q.d4[4]));
-    for (int i = 0; i < 64; ++i) EXPECT_EQ(q.q[i], 0);
-    EXPECT_EQ(q.d4[8], 3e38f / 127.0f);
-    for (int i = 64; i < 96; ++i) EXPECT_EQ(q.q[i], 127);
+    for (int bits : {16, 8}) {
+      quantize_q8(x.data(), 32, 3, q, k, bits);
+      EXPECT_TRUE(std::isnan(q.d4[0]));
+      EXPECT_TRUE(std::isnan(q.d4[4]));
+      for (int i = 0; i < 64; ++i) EXPECT_EQ(code_at(q, i), 0);
+      EXPECT_EQ(q.d4[8], 3e38f / (bits == 8 ? 127.0f : 32767.0f));
+      for (int i = 64; i < 96; ++i) EXPECT_EQ(code_at(q, i), bits == 8 ? 127 : 32767);
+    }
     EXPECT_THROW(quantize_q8(x.data(), 33, 1, q, k), Error);
     EXPECT_THROW(quantize_q8(x.data(), 0, 1, q, k), Error);
     EXPECT_THROW(quantize_q8(x.data(), 32, -1, q, k), Error);
@@ -162,7 +202,7 @@ double term_magnitude(const WeightMatrix& w, const Q8Activations& x, int64_t r, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w.data + r * w.row_bytes + b * bytes;
     const int64_t tb = t * nb + b;
-    m += std::fabs(double{q8_block::scale(blk)} * x.d4[tb * 4] * q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block)) +
+    m += std::fabs(double{q8_block::scale(blk)} * x.d4[tb * 4] * block_dot(blk, w.type, x, tb)) +
          std::fabs(double{q8_block::offset(w.type, blk)} * 4 * x.sum4[tb * 4]);
   }
   return m;
@@ -192,7 +232,7 @@ TEST(Q8Matvec, EveryKernelMatchesTheReference) {
         const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
         const std::vector<float> xf = random_floats(static_cast<size_t>(n_in * n_tok), rng);
         Q8Activations x;
-        quantize_q8(xf.data(), n_in, n_tok, x);
+        quantize_q8(xf.data(), n_in, n_tok, x);  // 8 bits: 16 have SIMD kernels on interleaved rows only
         std::vector<float> want(static_cast<size_t>(n_tok * n_out));
         q8_matvec_reference(w, x, want.data());
         for (Q8Kernel k : q8_kernels_supported()) {
@@ -207,15 +247,17 @@ TEST(Q8Matvec, EveryKernelMatchesTheReference) {
   }
 }
 
-// The SIMD kernels on the copy interleaved by 8 rows, against the reference on the file's rows.
+// The SIMD kernels on the copy interleaved by 8 rows, against the reference on the file's rows,
+// with 8- and 16-bit activations; the scalar kernel too, which reads the file's rows.
 TEST(Q8Matvec, InterleavedRowsMatchTheReference) {
   std::mt19937 rng(13);
   for (GgmlType type : kQ8Types) {
     for (int64_t n_in : {32, 96, 576}) {
-      for (int64_t n_tok : {1, 2, 3, 4, 5, 8}) {
+      for (auto [n_tok, bits] : {std::pair{1, 8}, {2, 8}, {3, 8}, {4, 8}, {5, 8}, {8, 8}, {1, 16}, {2, 16}, {3, 16},
+                                 {4, 16}, {5, 16}, {8, 16}}) {
         const int64_t n_out = 24;
         SCOPED_TRACE(std::string(ggml_type_info(type).name) + " n_in " + std::to_string(n_in) + " n_tok " +
-                     std::to_string(n_tok));
+                     std::to_string(n_tok) + ", " + std::to_string(bits) + " bits");
         std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
         if (type == GgmlType::Q8_0) m[2] = 0x80;  // a code of -128 (|w| = 128 as a byte)
         WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
@@ -224,18 +266,19 @@ TEST(Q8Matvec, InterleavedRowsMatchTheReference) {
         ASSERT_EQ(rows8.size(), m.size());
         const std::vector<float> xf = random_floats(static_cast<size_t>(n_in * n_tok), rng);
         Q8Activations x;
-        quantize_q8(xf.data(), n_in, n_tok, x);
+        quantize_q8(xf.data(), n_in, n_tok, x, q8_best_kernel(), bits);
         std::vector<float> want(static_cast<size_t>(n_tok * n_out));
         q8_matvec_reference(w, x, want.data());
         w.rows8 = rows8.data();
         for (Q8Kernel k : q8_kernels_supported()) {
-          if (k == Q8Kernel::kScalar) continue;  // reads w.data
           SCOPED_TRACE(q8_kernel_name(k));
           std::vector<float> y(want.size(), 12345.0f);
           q8_matvec_rows(k, w, x, y.data(), 0, 8);
           q8_matvec_rows(k, w, x, y.data(), 8, n_out);
           ASSERT_NO_FATAL_FAILURE(expect_near_reference(w, x, want, y));
-          EXPECT_THROW(q8_matvec_rows(k, w, x, y.data(), 4, n_out), Error);
+          if (k != Q8Kernel::kScalar) {
+            EXPECT_THROW(q8_matvec_rows(k, w, x, y.data(), 4, n_out), Error);
+          }
         }
       }
     }
@@ -290,14 +333,15 @@ TEST(Q8Matvec, Q8_0HandlesTheCodeMinus128) {
   }
 }
 
-// Exact product of each row with x, and the most that rounding x to 8 bits may move it: the path
-// computes the weights times the rounded activations, each off by at most d / 2 = max|x| / 254
-// of its block, so the error is at most sum |w| * d / 2, plus float rounding.
+// Exact product of each row with x, and the most that rounding x to `bits` bits may move it: the
+// path computes the weights times the rounded activations, each off by at most d / 2 = max|x| /
+// 254 (8 bits) or max|x| / 65534 (16) of its block, so the error is at most sum |w| * d / 2, plus
+// float rounding.
 struct Exact {
   std::vector<double> y, slack;
 };
 
-Exact exact_product(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tok) {
+Exact exact_product(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tok, int bits) {
   Exact e;
   std::vector<float> row(static_cast<size_t>(w.n_in));
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -314,7 +358,7 @@ Exact exact_product(const WeightMatrix& w, const std::vector<float>& x, int64_t 
           amax = std::max(amax, std::fabs(double{xb[i]}));
           wsum += std::fabs(double{wb[i]});
         }
-        slack += wsum * amax / 254;
+        slack += wsum * amax / (bits == 8 ? 254 : 65534);
       }
       e.y.push_back(y);
       e.slack.push_back(slack * (1 + 1e-4) + 1e-5 * mag);
@@ -323,7 +367,10 @@ Exact exact_product(const WeightMatrix& w, const std::vector<float>& x, int64_t 
   return e;
 }
 
-TEST(Q8Matvec, MatmulKQ8IsWithinTheRoundingOfTheExactProduct) {
+// kQ16 on a matrix with its interleaved copy (without one it runs as f32, below): within its
+// rounding, and at least 50 times closer to the exact product than kQ8 (258 at most), yet further
+// than f32, so that it is the 16-bit path that ran.
+TEST(Q8Matvec, MatmulKQ8AndKQ16AreWithinTheRoundingOfTheExactProduct) {
   std::mt19937 rng(17);
   ThreadPool pool1(1), pool2(2);
   for (GgmlType type : kQ8Types) {
@@ -331,28 +378,35 @@ TEST(Q8Matvec, MatmulKQ8IsWithinTheRoundingOfTheExactProduct) {
       SCOPED_TRACE(std::string(ggml_type_info(type).name) + " n_tok " + std::to_string(n_tok));
       const int64_t n_in = 576, n_out = 1536;  // enough work to split among threads
       const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
-      const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+      WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+      const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
+      w.rows8 = rows8.data();
       const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
-      const Exact want = exact_product(w, x, n_tok);
-      std::vector<float> y1(want.y.size()), y2(want.y.size()), f32(want.y.size());
-      matmul(w, x.data(), n_tok, y1.data(), pool1, MatmulActivations::kQ8);
-      matmul(w, x.data(), n_tok, y2.data(), pool2, MatmulActivations::kQ8);
+      std::vector<float> f32(static_cast<size_t>(n_tok * n_out));
       matmul(w, x.data(), n_tok, f32.data(), pool1);
-      double worst_q8 = 0, worst_f32 = 0;
-      for (size_t i = 0; i < want.y.size(); ++i) {
-        ASSERT_LE(std::fabs(y1[i] - want.y[i]), want.slack[i]) << "output " << i;
-        ASSERT_EQ(y1[i], y2[i]) << "output " << i << ": 2 threads changed the result";
-        worst_q8 = std::max(worst_q8, std::fabs(y1[i] - want.y[i]));
-        worst_f32 = std::max(worst_f32, std::fabs(f32[i] - want.y[i]));
+      double worst[2] = {0, 0}, worst_f32 = 0;
+      for (auto [act, bits] : {std::pair{MatmulActivations::kQ8, 8}, {MatmulActivations::kQ16, 16}}) {
+        ASSERT_EQ(matmul_activation_bits(act, n_tok, w), bits);
+        const Exact want = exact_product(w, x, n_tok, bits);
+        std::vector<float> y1(want.y.size()), y2(want.y.size());
+        matmul(w, x.data(), n_tok, y1.data(), pool1, act);
+        matmul(w, x.data(), n_tok, y2.data(), pool2, act);
+        for (size_t i = 0; i < want.y.size(); ++i) {
+          ASSERT_LE(std::fabs(y1[i] - want.y[i]), want.slack[i]) << bits << " bits, output " << i;
+          ASSERT_EQ(y1[i], y2[i]) << bits << " bits, output " << i << ": 2 threads changed the result";
+          worst[bits / 16] = std::max(worst[bits / 16], std::fabs(y1[i] - want.y[i]));
+          worst_f32 = std::max(worst_f32, std::fabs(f32[i] - want.y[i]));
+        }
       }
-      // The 8-bit path must be the one that ran: its error is far above f32 rounding.
-      EXPECT_GT(worst_q8, 10 * worst_f32);
+      EXPECT_GT(worst[0], 50 * worst[1]);
+      EXPECT_GT(worst[1], 2 * worst_f32);
     }
   }
 }
 
 TEST(Q8Matvec, OtherCallsRunAsF32) {
-  // Prefill (more than 8 tokens) and weight types without an 8-bit kernel ignore kQ8.
+  // Prefill (more than 8 tokens) and weight types without an 8-bit kernel ignore kQ8 and kQ16,
+  // and kQ16 ignores a matrix without its interleaved copy.
   std::mt19937 rng(23);
   ThreadPool pool(2);
   for (auto [type, n_tok] : {std::pair{GgmlType::Q4_1, int64_t{9}}, std::pair{GgmlType::F16, int64_t{1}},
@@ -361,11 +415,21 @@ TEST(Q8Matvec, OtherCallsRunAsF32) {
     const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
     const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
     const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
-    std::vector<float> a(static_cast<size_t>(n_tok * n_out)), b(a.size());
+    std::vector<float> a(static_cast<size_t>(n_tok * n_out)), b(a.size()), c(a.size());
     matmul(w, x.data(), n_tok, a.data(), pool, MatmulActivations::kQ8);
     matmul(w, x.data(), n_tok, b.data(), pool);
+    matmul(w, x.data(), n_tok, c.data(), pool, MatmulActivations::kQ16);
     EXPECT_EQ(a, b) << ggml_type_info(type).name << " n_tok " << n_tok;
+    EXPECT_EQ(c, b) << ggml_type_info(type).name << " n_tok " << n_tok;
   }
+  const std::vector<uint8_t> m = random_matrix(GgmlType::Q4_1, 64, 16, rng);
+  const WeightMatrix w = make_weight_matrix(GgmlType::Q4_1, m.data(), 64, 16);
+  const std::vector<float> x = random_floats(64, rng);
+  std::vector<float> a(16), b(16);
+  matmul(w, x.data(), 1, a.data(), pool, MatmulActivations::kQ16);
+  matmul(w, x.data(), 1, b.data(), pool);
+  EXPECT_EQ(a, b) << "Q4_1 without an interleaved copy";
+  EXPECT_EQ(matmul_activation_bits(MatmulActivations::kQ16, 1, w), 0);
 }
 
 }  // namespace
