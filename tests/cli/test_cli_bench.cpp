@@ -22,7 +22,7 @@ const std::string kToy = "--reps 1 -n 2 --chunk 8 --prefill 32 --long 64 --bandw
 TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
   const std::string model = test::default_model_path();
   const test::CliRun r =
-      test::run_cli(fmt::format("bench roofline -m {} --data {} -t 2 {} --versus-activations q8", model, test::data_dir(), kToy),
+      test::run_cli(fmt::format("bench roofline -m {} --data {} -t 2 {} --decode-activations f32 --versus-activations q16", model, test::data_dir(), kToy),
                     300);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* row : {"| prefill 32 tokens |", "| decode after 16 tokens |", "| decode after 64 tokens, full cache |",
@@ -46,7 +46,7 @@ TEST(CliBench, RooflinePrintsEveryPhaseAgainstItsBound) {
   EXPECT_GT(std::stod(m[1]), 0.9 * file_mb);
   // The token-paired table: every decode row, its f32 time the one in the table above, and the
   // ratio of the two times.
-  EXPECT_NE(r.out.find("| decode, token-paired | f32 ms/token | q8 ms/token | f32 / q8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| decode, token-paired | f32 ms/token | q16 ms/token | f32 / q16 |"), std::string::npos) << r.out;
   const std::regex paired_row(R"(\| (decode after [^|]+) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+) \|)");
   int paired = 0;
   for (std::sregex_iterator it(r.out.begin(), r.out.end(), paired_row), end; it != end; ++it, ++paired) {
