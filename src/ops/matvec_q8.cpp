@@ -67,10 +67,10 @@ void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok, int bits) {
   out.n_in = n_in;
   out.n_tok = n_tok;
   out.bits = bits;
-  const int64_t n8 = bits == 8 ? n_tok * n_in : 0, n16 = bits == 16 ? n_tok * n_in : 0;
-  out.q.resize(static_cast<size_t>(n8));
-  out.q_pairs.resize(static_cast<size_t>(bits == 8 ? n_tok * n_pairs * 2 * kQ8Block : 0));
-  out.q16.resize(static_cast<size_t>(n16));
+  const size_t n = static_cast<size_t>(n_tok * n_in);
+  out.q.resize(bits == 8 ? n : 0);
+  out.q_pairs.resize(bits == 8 ? static_cast<size_t>(n_tok * n_pairs * 2 * kQ8Block) : 0);
+  out.q16.resize(bits == 16 ? n : 0);
   out.d4.resize(static_cast<size_t>(n_blocks * 4));
   out.sum4.resize(static_cast<size_t>(n_blocks * 4));
 }

@@ -42,7 +42,7 @@ inline int32_t dot(GgmlType type, const uint8_t* blk, const int8_t* xq) {
   return s;
 }
 
-// The same with a block of 16-bit codes in the order of Q8Activations::q16 (and 32 * 127 * 32767
+// The same with a block of 16-bit codes in the order of Q8Activations::q16 (and 32 * 128 * 32767
 // < 2^31).
 inline int32_t dot(GgmlType type, const uint8_t* blk, const int16_t* xq) {
   int32_t s = 0;
