@@ -174,14 +174,19 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
 
 // Rows [r0, r1) (multiples of 8) of a matrix interleaved by 8 rows (rows8.h), 8 rows at a time,
 // for tokens t0 .. t0 + T: per block, each 32-byte chunk of codes (4 bytes of each row) meets the
-// token's matching 4 activation bytes broadcast to all 8 lanes, and the lanes of the sums are the
-// rows. Q8_0 codes are signed: as in Q8Block, |w| meets sign(w) x.
-template <GgmlType kType, int T>
+// token's matching activations broadcast to all 8 lanes, and the lanes of the sums are the rows.
+// With 8-bit activations a dot-product instruction takes the chunk's 4 bytes per row with 4
+// activation bytes; Q8_0 codes are signed, so as in Q8Block |w| meets sign(w) x. With 16 bits
+// (kBits) each lane is read as two 16-bit halves, whose nibbles (Q4) or bytes (Q8_0) give 2
+// weights of the row at a time, which meet 2 activations (in the order of q16_slot); two sums per
+// token halve the chain of dependent multiply-adds.
+template <GgmlType kType, int T, int kBits>
 static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  using Code = std::conditional_t<kBits == 16, int16_t, int8_t>;
   constexpr int64_t kGroupBlock = 8 * q8_block::bytes(kType);
   constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;  // after the scales (and mins)
   const int64_t nb = w.n_in / kQ8Block;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i low4 = kBits == 16 ? _mm256_set1_epi16(0x0F) : _mm256_set1_epi8(0x0F);
   const size_t group_bytes = 8 * w.row_bytes;
   const uint8_t* first = w.rows8 + static_cast<size_t>(r0 / 8) * group_bytes;
   const size_t total = static_cast<size_t>((r1 - r0) / 8) * group_bytes;
@@ -189,12 +194,13 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
   for (int64_t g = r0 / 8; g < r1 / 8; ++g) {
     const uint8_t* p = w.rows8 + static_cast<size_t>(g) * group_bytes;
     __m256 acc[T], off[T];
-    const int8_t* xq[T];
+    const Code* xq[T];
     const float* xd[T];
     const float* xs[T];
     for (int t = 0; t < T; ++t) {
       acc[t] = off[t] = _mm256_setzero_ps();
-      xq[t] = x.q.data() + (t0 + t) * nb * kQ8Block;
+      if constexpr (kBits == 16) xq[t] = x.q16.data() + (t0 + t) * nb * kQ8Block;
+      else xq[t] = x.q.data() + (t0 + t) * nb * kQ8Block;
       xd[t] = x.d4.data() + (t0 + t) * nb * 4;
       xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
     }
@@ -205,17 +211,27 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
       const size_t done = static_cast<size_t>(p - first);
       if (done + kPrefetchBytes < total) prefetch_bytes(first, done + kPrefetchBytes, done + kPrefetchBytes + kGroupBlock);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-      __m256i s[T];
-      for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
-      if constexpr (kType == GgmlType::Q8_0) {
-        for (int k = 0; k < 8; ++k) {
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+      __m256i s[T], s1[T];
+      for (int t = 0; t < T; ++t) s[t] = s1[t] = _mm256_setzero_si256();
+      for (int k = 0; k < (kType == GgmlType::Q8_0 ? 8 : 4); ++k) {
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+        if constexpr (kBits == 16 && kType == GgmlType::Q8_0) {  // bytes 0 and 2, then 1 and 3, sign-extended
+          const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(c, 8), 8), odd = _mm256_srai_epi16(c, 8);
+          for (int t = 0; t < T; ++t) {
+            s[t] = DotAdd16(s[t], even, Broadcast4(xq[t] + 4 * k));
+            s1[t] = DotAdd16(s1[t], odd, Broadcast4(xq[t] + 4 * k + 2));
+          }
+        } else if constexpr (kBits == 16) {  // low nibbles of bytes 0 and 2, of 1 and 3; high ones the same
+          const __m256i lo02 = _mm256_and_si256(c, low4), lo13 = _mm256_and_si256(_mm256_srli_epi16(c, 8), low4);
+          const __m256i hi02 = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4), hi13 = _mm256_srli_epi16(c, 12);
+          for (int t = 0; t < T; ++t) {
+            s[t] = DotAdd16(DotAdd16(s[t], lo02, Broadcast4(xq[t] + 4 * k)), hi02, Broadcast4(xq[t] + 16 + 4 * k));
+            s1[t] = DotAdd16(DotAdd16(s1[t], lo13, Broadcast4(xq[t] + 4 * k + 2)), hi13, Broadcast4(xq[t] + 18 + 4 * k));
+          }
+        } else if constexpr (kType == GgmlType::Q8_0) {
           const __m256i a = _mm256_abs_epi8(c);
           for (int t = 0; t < T; ++t) s[t] = DotAdd(s[t], a, _mm256_sign_epi8(Broadcast4(xq[t] + 4 * k), c));
-        }
-      } else {
-        for (int k = 0; k < 4; ++k) {
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
+        } else {
           const __m256i lo = _mm256_and_si256(c, low4);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
           for (int t = 0; t < T; ++t) {
@@ -231,77 +247,7 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
         m4 = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
       }
       for (int t = 0; t < T; ++t) {
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(d, _mm256_set1_ps(*xd[t])), acc[t]);
-        if constexpr (kType != GgmlType::Q8_0) off[t] = _mm256_fmadd_ps(m4, _mm256_set1_ps(*xs[t]), off[t]);
-        xq[t] += kQ8Block;
-        xd[t] += 4;
-        xs[t] += 4;
-      }
-    }
-    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * w.n_out + 8 * g, _mm256_add_ps(acc[t], off[t]));
-  }
-}
-
-// Rows8 with 16-bit activations: each 32-bit lane of a chunk (4 code bytes of a row) is read as
-// two 16-bit halves, whose nibbles (Q4) or bytes (Q8_0) give 2 weights per lane at a time, which
-// meet 2 activations (in the order of q16_slot) broadcast to all 8 lanes. Two sums per token
-// halve the chain of dependent multiply-adds.
-template <GgmlType kType, int T>
-static void Rows8x16(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
-  constexpr int64_t kGroupBlock = 8 * q8_block::bytes(kType);
-  constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;
-  const int64_t nb = w.n_in / kQ8Block;
-  const __m256i low4 = _mm256_set1_epi16(0x0F);
-  const size_t group_bytes = 8 * w.row_bytes;
-  const uint8_t* first = w.rows8 + static_cast<size_t>(r0 / 8) * group_bytes;
-  const size_t total = static_cast<size_t>((r1 - r0) / 8) * group_bytes;
-  prefetch_rows_start(first, total);
-  for (int64_t g = r0 / 8; g < r1 / 8; ++g) {
-    const uint8_t* p = w.rows8 + static_cast<size_t>(g) * group_bytes;
-    __m256 acc[T], off[T];
-    const int16_t* xq[T];
-    const float* xd[T];
-    const float* xs[T];
-    for (int t = 0; t < T; ++t) {
-      acc[t] = off[t] = _mm256_setzero_ps();
-      xq[t] = x.q16.data() + (t0 + t) * nb * kQ8Block;
-      xd[t] = x.d4.data() + (t0 + t) * nb * 4;
-      xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
-    }
-    for (int64_t b = 0; b < nb; ++b, p += kGroupBlock) {
-      const size_t done = static_cast<size_t>(p - first);  // prefetched as in Rows8
-      if (done + kPrefetchBytes < total) prefetch_bytes(first, done + kPrefetchBytes, done + kPrefetchBytes + kGroupBlock);
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-      __m256i s0[T], s1[T];
-      for (int t = 0; t < T; ++t) s0[t] = s1[t] = _mm256_setzero_si256();
-      if constexpr (kType == GgmlType::Q8_0) {
-        for (int k = 0; k < 8; ++k) {  // bytes 0 and 2 of each lane, then 1 and 3, sign-extended
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
-          const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(c, 8), 8), odd = _mm256_srai_epi16(c, 8);
-          for (int t = 0; t < T; ++t) {
-            s0[t] = DotAdd16(s0[t], even, Broadcast4(xq[t] + 4 * k));
-            s1[t] = DotAdd16(s1[t], odd, Broadcast4(xq[t] + 4 * k + 2));
-          }
-        }
-      } else {
-        for (int k = 0; k < 4; ++k) {  // low nibbles of bytes 0 and 2, of 1 and 3; high ones the same
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
-          const __m256i lo02 = _mm256_and_si256(c, low4), lo13 = _mm256_and_si256(_mm256_srli_epi16(c, 8), low4);
-          const __m256i hi02 = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4), hi13 = _mm256_srli_epi16(c, 12);
-          for (int t = 0; t < T; ++t) {
-            s0[t] = DotAdd16(DotAdd16(s0[t], lo02, Broadcast4(xq[t] + 4 * k)), hi02, Broadcast4(xq[t] + 16 + 4 * k));
-            s1[t] = DotAdd16(DotAdd16(s1[t], lo13, Broadcast4(xq[t] + 4 * k + 2)), hi13, Broadcast4(xq[t] + 18 + 4 * k));
-          }
-        }
-      }
-      __m256 m4 = _mm256_setzero_ps();  // as in Rows8
-      if constexpr (kType == GgmlType::Q4_1) {
-        m4 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))), _mm256_set1_ps(4.0f));
-      } else if constexpr (kType == GgmlType::Q4_0) {
-        m4 = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
-      }
-      for (int t = 0; t < T; ++t) {
-        const __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(s0[t], s1[t]));
+        const __m256 sum = _mm256_cvtepi32_ps(kBits == 16 ? _mm256_add_epi32(s[t], s1[t]) : s[t]);
         acc[t] = _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(*xd[t])), acc[t]);
         if constexpr (kType != GgmlType::Q8_0) off[t] = _mm256_fmadd_ps(m4, _mm256_set1_ps(*xs[t]), off[t]);
         xq[t] += kQ8Block;
@@ -313,22 +259,20 @@ static void Rows8x16(const WeightMatrix& w, const Q8Activations& x, int64_t t0, 
   }
 }
 
+// Rows8 for both widths: 16-bit activations only come with w.rows8 set (q8_matvec_rows).
+template <int kBits, int T>
+static void Rows8Typed(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+  switch (w.type) {
+    case GgmlType::Q4_0: return Rows8<GgmlType::Q4_0, T, kBits>(w, x, t0, y, r0, r1);
+    case GgmlType::Q4_1: return Rows8<GgmlType::Q4_1, T, kBits>(w, x, t0, y, r0, r1);
+    default: return Rows8<GgmlType::Q8_0, T, kBits>(w, x, t0, y, r0, r1);
+  }
+}
+
 template <int T>
 static void RowsT(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
-  if (x.bits == 16) {  // w.rows8 is set (q8_matvec_rows)
-    switch (w.type) {
-      case GgmlType::Q4_0: return Rows8x16<GgmlType::Q4_0, T>(w, x, t0, y, r0, r1);
-      case GgmlType::Q4_1: return Rows8x16<GgmlType::Q4_1, T>(w, x, t0, y, r0, r1);
-      default: return Rows8x16<GgmlType::Q8_0, T>(w, x, t0, y, r0, r1);
-    }
-  }
-  if (w.rows8) {
-    switch (w.type) {
-      case GgmlType::Q4_0: return Rows8<GgmlType::Q4_0, T>(w, x, t0, y, r0, r1);
-      case GgmlType::Q4_1: return Rows8<GgmlType::Q4_1, T>(w, x, t0, y, r0, r1);
-      default: return Rows8<GgmlType::Q8_0, T>(w, x, t0, y, r0, r1);
-    }
-  }
+  if (x.bits == 16) return Rows8Typed<16, T>(w, x, t0, y, r0, r1);
+  if (w.rows8) return Rows8Typed<8, T>(w, x, t0, y, r0, r1);
   switch (w.type) {
     case GgmlType::Q4_0: return Q4Rows<false, T>(w, x, t0, y, r0, r1);
     case GgmlType::Q4_1: return Q4Rows<true, T>(w, x, t0, y, r0, r1);

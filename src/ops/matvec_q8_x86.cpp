@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/matvec_q8_block.h"
 #include "ops/row_prefetch.h"
