@@ -118,7 +118,7 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
       float sum = HorizontalSum(_mm256_add_ps(acc[t], off[t]));
       if (b < nb) {
         const int64_t tb = (t0 + t) * nb + b;
-        sum += q8_block::scale(blk) * x.d4[tb * 4] * static_cast<float>(q8_block::dot(type, blk, x.q.data() + tb * kQ8Block)) +
+        sum += q8_block::scale(blk) * x.d4[tb * 4] * static_cast<float>(q8_block::dot(type, blk, x, tb)) +
                q8_block::offset(type, blk) * 4.0f * x.sum4[tb * 4];
       }
       y[(t0 + t) * w.n_out + r] = sum;

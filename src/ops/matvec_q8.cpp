@@ -87,15 +87,15 @@ void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& 
     const float* xt = x + t * n_in + i0;
     float* d4 = out.d4.data() + b0 * 4;
     float* sum4 = out.sum4.data() + b0 * 4;
-    if (out.bits == 16) {
-      int16_t* q = out.q16.data() + t * n_in + i0;
+    const auto round = [&](auto* q) {
       if (kernel == Q8Kernel::kScalar) quantize_blocks(xt, n_blocks, q, d4, sum4);
-      else q8_x86_quantize16(xt, n_blocks, q, d4, sum4);
+      else q8_x86_quantize(xt, n_blocks, q, d4, sum4);
+    };
+    if (out.bits == 16) {
+      round(out.q16.data() + t * n_in + i0);
       continue;
     }
-    int8_t* q = out.q.data() + t * n_in + i0;
-    if (kernel == Q8Kernel::kScalar) quantize_blocks(xt, n_blocks, q, d4, sum4);
-    else q8_x86_quantize(xt, n_blocks, q, d4, sum4);
+    round(out.q.data() + t * n_in + i0);
     for (int64_t p = i0 / (2 * kQ8Block); p < i1 / (2 * kQ8Block); ++p) {
       const int8_t* a = out.q.data() + t * n_in + p * 2 * kQ8Block;
       int8_t* dst = out.q_pairs.data() + (t * n_pairs + p) * 2 * kQ8Block;
@@ -154,8 +154,7 @@ T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + b * bytes;
     const int64_t tb = t * nb + b;
-    const int32_t dot = x.bits == 16 ? q8_block::dot(w.type, blk, x.q16.data() + tb * kQ8Block)
-                                     : q8_block::dot(w.type, blk, x.q.data() + tb * kQ8Block);
+    const int32_t dot = q8_block::dot(w.type, blk, x, tb);
     sum += static_cast<T>(q8_block::scale(blk)) * static_cast<T>(x.d4[static_cast<size_t>(tb * 4)]) * static_cast<T>(dot) +
            static_cast<T>(q8_block::offset(w.type, blk)) * 4 * static_cast<T>(x.sum4[static_cast<size_t>(tb * 4)]);
   }

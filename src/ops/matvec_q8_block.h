@@ -35,19 +35,18 @@ inline int32_t code(GgmlType type, const uint8_t* blk, int i) {
   return i < 16 ? byte & 0x0F : byte >> 4;
 }
 
-// sum over i of code[i] * xq[i], exactly.
-inline int32_t dot(GgmlType type, const uint8_t* blk, const int8_t* xq) {
+// sum over i of code[i] times activation code i of the block at xq, exactly: 8-bit codes in order,
+// 16-bit ones in the order of Q8Activations::q16 (and 32 * 128 * 32767 < 2^31).
+template <class Code>
+int32_t dot(GgmlType type, const uint8_t* blk, const Code* xq) {
   int32_t s = 0;
-  for (int i = 0; i < 32; ++i) s += code(type, blk, i) * xq[i];
+  for (int i = 0; i < 32; ++i) s += code(type, blk, i) * xq[sizeof(Code) == 1 ? i : q16_slot(i)];
   return s;
 }
 
-// The same with a block of 16-bit codes in the order of Q8Activations::q16 (and 32 * 128 * 32767
-// < 2^31).
-inline int32_t dot(GgmlType type, const uint8_t* blk, const int16_t* xq) {
-  int32_t s = 0;
-  for (int i = 0; i < 32; ++i) s += code(type, blk, i) * xq[q16_slot(i)];
-  return s;
+// The same with block tb (of all n_tok * n_in / 32) of x, whatever its bits.
+inline int32_t dot(GgmlType type, const uint8_t* blk, const Q8Activations& x, int64_t tb) {
+  return x.bits == 16 ? dot(type, blk, x.q16.data() + tb * kQ8Block) : dot(type, blk, x.q.data() + tb * kQ8Block);
 }
 
 }  // namespace snapkv::q8_block

@@ -73,7 +73,7 @@ void q8_x86_quantize(const float* x, int64_t n_blocks, int8_t* q, float* d4, flo
   q8_avx2::QuantizeBlocks(x, n_blocks, q, d4, sum4);
 }
 
-void q8_x86_quantize16(const float* x, int64_t n_blocks, int16_t* q, float* d4, float* sum4) {
+void q8_x86_quantize(const float* x, int64_t n_blocks, int16_t* q, float* d4, float* sum4) {
   q8_avx2::QuantizeBlocks(x, n_blocks, q, d4, sum4);
 }
 
@@ -93,7 +93,7 @@ namespace snapkv {
 bool q8_x86_has_avx2() { return false; }
 bool q8_x86_has_vnni() { return false; }
 void q8_x86_quantize(const float*, int64_t, int8_t*, float*, float*) {}
-void q8_x86_quantize16(const float*, int64_t, int16_t*, float*, float*) {}
+void q8_x86_quantize(const float*, int64_t, int16_t*, float*, float*) {}
 void q8_x86_rows(bool, const WeightMatrix&, const Q8Activations&, float*, int64_t, int64_t) {}
 }  // namespace snapkv
 

@@ -10,7 +10,7 @@ bool q8_x86_has_avx2();  // AVX2, FMA and F16C
 bool q8_x86_has_vnni();  // and AVX-512 VL, BW and VNNI
 // quantize_q8's rounding of n_blocks blocks of 32 floats, in AVX2; the CPU must have it.
 void q8_x86_quantize(const float* x, int64_t n_blocks, int8_t* q, float* d4, float* sum4);
-void q8_x86_quantize16(const float* x, int64_t n_blocks, int16_t* q, float* d4, float* sum4);
+void q8_x86_quantize(const float* x, int64_t n_blocks, int16_t* q, float* d4, float* sum4);
 // q8_matvec_rows with the AVX-512 VNNI kernel (vnni) or the AVX2 one; the CPU must have it, and
 // with 16-bit activations w.rows8 must be set.
 void q8_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1);

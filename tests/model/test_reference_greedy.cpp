@@ -88,59 +88,64 @@ TEST(ReferenceGreedy, ContinuationsMatchLlamaCppAndTransformers) {
   EXPECT_GE(identical, 5);
 }
 
+// Where the greedy path of `model` from each fixture prompt first parts from a reference path (the
+// fixture's ids and top1 - top2 margins under ids_key and margins_key), printed with `label`.
+struct Parting {
+  std::string name;
+  size_t step;
+  float ref_margin, our_margin;
+};
+
+struct Partings {
+  std::vector<Parting> parted;
+  int identical = 0;
+};
+
+Partings part_from(const Model& model, const char* ids_key, const char* margins_key, const char* label) {
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  ThreadPool pool(2);
+  Partings r;
+  for (const json& c : fx["cases"]) {
+    const std::string name = c["name"].get<std::string>();
+    const auto ref = c[ids_key].get<std::vector<int32_t>>();
+    const auto ref_margins = c[margins_key].get<std::vector<float>>();
+    const Path ours = greedy(model, c["prompt_ids"].get<std::vector<int32_t>>(), ref.size(), pool);
+    const size_t k = first_difference(ours.ids, ref);
+    if (k == ref.size()) {
+      ++r.identical;
+      continue;
+    }
+    std::printf("case %s (%s): parted at step %zu of %zu (reference margin %.4f, ours %.4f)\n", name.c_str(), label, k,
+                ref.size(), ref_margins[k], ours.margins[k]);
+    r.parted.push_back({name, k, ref_margins[k], ours.margins[k]});
+  }
+  std::printf("%s: %d of %zu greedy continuations identical\n", label, r.identical, fx["cases"].size());
+  return r;
+}
+
 TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
   // With 8-bit activations in decode (ModelOptions::decode_activations = kQ8) our arithmetic is
   // llama.cpp's kind, not transformers': a continuation may part from llama.cpp only where
   // llama.cpp was at a near-tie.
-  const json fx = test::load_fixture("greedy_llamacpp.json");
-  const Model* model = test::reference_model_q8().model.get();
-  ThreadPool pool(2);
-  int identical = 0;
-  for (const json& c : fx["cases"]) {
-    const std::string name = c["name"].get<std::string>();
-    const auto llama = c["generated_ids"].get<std::vector<int32_t>>();
-    const auto llama_margins = c["margins"].get<std::vector<float>>();
-    const Path ours = greedy(*model, c["prompt_ids"].get<std::vector<int32_t>>(), llama.size(), pool);
-    const size_t k = first_difference(ours.ids, llama);
-    if (k == llama.size()) {
-      ++identical;
-      continue;
-    }
-    std::printf("case %s (q8): parted from llama.cpp at step %zu of %zu (llama.cpp margin %.4f, ours %.4f)\n",
-                name.c_str(), k, llama.size(), llama_margins[k], ours.margins[k]);
-    EXPECT_LT(llama_margins[k], kNearTie) << name << ": llama.cpp was sure at step " << k;
+  const Partings p = part_from(*test::reference_model_q8().model, "generated_ids", "margins", "q8 vs llama.cpp");
+  for (const Parting& q : p.parted) {
+    EXPECT_LT(q.ref_margin, kNearTie) << q.name << ": llama.cpp was sure at step " << q.step;
   }
-  std::printf("%d of %zu greedy continuations with q8 decode identical to llama.cpp\n", identical, fx["cases"].size());
-  EXPECT_GE(identical, 4);  // 4 measured since the kernels read rows interleaved by 8, 5 before (the AVX2
-                            // and VNNI kernels give the same bits)
+  EXPECT_GE(p.identical, 4);  // 4 measured since the kernels read rows interleaved by 8, 5 before (the AVX2
+                              // and VNNI kernels give the same bits)
 }
 
 TEST(ReferenceGreedy, Q16DecodeFollowsTransformers) {
   // With 16-bit activations in decode (kQ16) logits stay within 3.2e-3 of transformers' (measured,
   // ReferenceLogits): a continuation may part from transformers' only at a tie that close.
   constexpr float kQ16Tie = 1e-2f;
-  const json fx = test::load_fixture("greedy_llamacpp.json");
-  const Model* model = test::reference_model_q16().model.get();
-  ThreadPool pool(2);
-  int identical = 0;
-  for (const json& c : fx["cases"]) {
-    const std::string name = c["name"].get<std::string>();
-    const auto hf = c["transformers_ids"].get<std::vector<int32_t>>();
-    const auto hf_margins = c["transformers_margins"].get<std::vector<float>>();
-    const Path ours = greedy(*model, c["prompt_ids"].get<std::vector<int32_t>>(), hf.size(), pool);
-    const size_t k = first_difference(ours.ids, hf);
-    if (k == hf.size()) {
-      ++identical;
-      continue;
-    }
-    std::printf("case %s (q16): parted from transformers at step %zu of %zu (its margin %.4f, ours %.4f)\n",
-                name.c_str(), k, hf.size(), hf_margins[k], ours.margins[k]);
-    EXPECT_LT(hf_margins[k], kQ16Tie) << name << ": transformers was sure at step " << k;
-    EXPECT_LT(ours.margins[k], kQ16Tie) << name << ": we were sure at step " << k;
+  const Partings p = part_from(*test::reference_model_q16().model, "transformers_ids", "transformers_margins",
+                               "q16 vs transformers");
+  for (const Parting& q : p.parted) {
+    EXPECT_LT(q.ref_margin, kQ16Tie) << q.name << ": transformers was sure at step " << q.step;
+    EXPECT_LT(q.our_margin, kQ16Tie) << q.name << ": we were sure at step " << q.step;
   }
-  std::printf("%d of %zu greedy continuations with q16 decode identical to transformers\n", identical,
-              fx["cases"].size());
-  EXPECT_GE(identical, 15);  // 16 measured
+  EXPECT_GE(p.identical, 15);  // 16 measured
 }
 
 TEST(ReferenceGreedy, PerplexityWithinOnePercentOfLlamaCpp) {

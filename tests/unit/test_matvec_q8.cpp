@@ -33,11 +33,6 @@ int code_at(const Q8Activations& q, int64_t i) {
   return q.bits == 16 ? q.q16[static_cast<size_t>(q16_slot(i))] : q.q[static_cast<size_t>(i)];
 }
 
-int32_t block_dot(const uint8_t* blk, GgmlType type, const Q8Activations& x, int64_t tb) {
-  return x.bits == 16 ? q8_block::dot(type, blk, x.q16.data() + tb * kQ8Block)
-                      : q8_block::dot(type, blk, x.q.data() + tb * kQ8Block);
-}
-
 TEST(QuantizeQ8, RoundsEachBlockToItsScale) {
   std::mt19937 rng(3);
   std::vector<float> x = random_floats(3 * 64, rng);
@@ -202,7 +197,7 @@ double term_magnitude(const WeightMatrix& w, const Q8Activations& x, int64_t r, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w.data + r * w.row_bytes + b * bytes;
     const int64_t tb = t * nb + b;
-    m += std::fabs(double{q8_block::scale(blk)} * x.d4[tb * 4] * block_dot(blk, w.type, x, tb)) +
+    m += std::fabs(double{q8_block::scale(blk)} * x.d4[tb * 4] * q8_block::dot(w.type, blk, x, tb)) +
          std::fabs(double{q8_block::offset(w.type, blk)} * 4 * x.sum4[tb * 4]);
   }
   return m;
