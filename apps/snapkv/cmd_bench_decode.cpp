@@ -48,7 +48,7 @@ namespace fs = std::filesystem;
 struct DecodeBenchOptions {
   std::string model = kDefaultModel;
   std::string data = "../shared/data";
-  std::vector<int> lengths = {512, 1024, 2048, 4096, 7680};
+  std::vector<int> lengths;  // empty: default_lengths
   std::vector<int> batches = {1, 2, 4};
   std::vector<int> capacities = {1024, 2048};
   int n_decode = 64;
@@ -146,11 +146,23 @@ Sample median_of(const std::vector<Sample>& v) {
   return m;
 }
 
+// 512, 1024, 2048, 4096 and 7680 tokens where they fit, then the longest prompt (a multiple of 64)
+// that the model's context holds with n_decode + 2 more tokens: the figure runs up to the context.
+std::vector<int> default_lengths(int n_ctx_train, int n_decode) {
+  const int longest = (n_ctx_train - n_decode - 2) / 64 * 64;
+  std::vector<int> lengths;
+  for (int l : {512, 1024, 2048, 4096, 7680}) {
+    if (l < longest) lengths.push_back(l);
+  }
+  if (longest > 0) lengths.push_back(longest);
+  return lengths;
+}
+
 std::string mib(double bytes) { return std::isfinite(bytes) ? fmt::format("{:.1f}", bytes / (1 << 20)) : "-"; }
 
 int bench_decode(const DecodeBenchOptions& o) {
   if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
-  if (o.lengths.empty() || o.batches.empty()) fail(ErrorKind::kInvalidArgument, "--lengths and --batches must not be empty");
+  if (o.batches.empty()) fail(ErrorKind::kInvalidArgument, "--batches must not be empty");
   for (int b : o.batches) {
     if (b < 1) fail(ErrorKind::kInvalidArgument, "--batches: {} is not a batch size", b);
   }
@@ -170,7 +182,9 @@ int bench_decode(const DecodeBenchOptions& o) {
   const auto file = GgufFile::open(o.model, GgufFile::Memory::kMapped);
   const auto tok = Tokenizer::from_gguf(*file);
   const int n_ctx_train = load_model(*file)->hparams().n_ctx_train;
-  for (int l : o.lengths) {
+  const std::vector<int> lengths = o.lengths.empty() ? default_lengths(n_ctx_train, o.n_decode) : o.lengths;
+  if (lengths.empty()) fail(ErrorKind::kInvalidArgument, "-n {}: no prompt fits the model's context of {}", o.n_decode, n_ctx_train);
+  for (int l : lengths) {
     if (l < 1 || l + o.n_decode + 2 > n_ctx_train) {
       fail(ErrorKind::kInvalidArgument, "--lengths: {} + {} decoded tokens does not fit the model's context of {}", l,
            o.n_decode, n_ctx_train);
@@ -180,15 +194,15 @@ int bench_decode(const DecodeBenchOptions& o) {
   double load[1] = {0};
   getloadavg(load, 1);
   std::string head = fmt::format(
-      "# bench decode: {}, {} threads, {} decoded steps per batch size, medians of {}, our decode activations {} "
-      "(load average at start {:.2f})\n\n",
-      o.model, o.threads, o.n_decode, o.reps, o.model_flags.decode_activations, load[0]);
+      "# bench decode: {}, prompts of {} tokens, {} threads, {} decoded steps per batch size, medians of {}, our decode "
+      "activations {} (load average at start {:.2f})\n\n",
+      o.model, fmt::join(lengths, ", "), o.threads, o.n_decode, o.reps, o.model_flags.decode_activations, load[0]);
   fmt::print("{}", head);
 
   const fs::path tokens_file = fs::temp_directory_path() / fmt::format("snapkv_bench_tokens_{}.txt", getpid());
   std::map<std::pair<int, size_t>, Sample> med;  // (length, contender) -> medians
   nlohmann::json raw = nlohmann::json::array();
-  for (int length : o.lengths) {
+  for (int length : lengths) {
     const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
     write_text_file(tokens_file, fmt::format("{}\n", fmt::join(ids, " ")));
     std::vector<std::vector<Sample>> samples(contenders.size());
@@ -216,7 +230,7 @@ int bench_decode(const DecodeBenchOptions& o) {
     for (const Contender& c : contenders) md += fmt::format(" B={} {} |", b, c.name), rule += "---:|";
   }
   md += "\n" + rule + "\n";
-  for (int length : o.lengths) {
+  for (int length : lengths) {
     md += fmt::format("| {} |", length);
     for (size_t bi = 0; bi < o.batches.size(); ++bi) {
       for (size_t ci = 0; ci < contenders.size(); ++ci) md += fmt::format(" {:.2f} |", med[{length, ci}].step_ms[bi]);
@@ -225,7 +239,7 @@ int bench_decode(const DecodeBenchOptions& o) {
   }
   md += "\n### Prefill (s) and peak RSS after it (MiB); KV cache (MiB) when decoding starts\n\n| prompt | contender | "
         "prefill s | prefill tok/s | peak RSS | KV cache |\n|---:|---|---:|---:|---:|---:|\n";
-  for (int length : o.lengths) {
+  for (int length : lengths) {
     for (size_t ci = 0; ci < contenders.size(); ++ci) {
       const Sample& s = med[{length, ci}];
       md += fmt::format("| {} | {} | {:.2f} | {:.0f} | {} | {} |\n", length, contenders[ci].name, s.prefill_s,
@@ -238,7 +252,7 @@ int bench_decode(const DecodeBenchOptions& o) {
     std::string ratio_rule = "|---:|---|---:|";
     for (int b : o.batches) md += fmt::format(" decode B={} |", b), ratio_rule += "---:|";
     md += "\n" + ratio_rule + "\n";
-    for (int length : o.lengths) {
+    for (int length : lengths) {
       const Sample& l = med[{length, li}];
       for (size_t ci = 0; ci < li; ++ci) {
         const Sample& s = med[{length, ci}];
@@ -252,12 +266,12 @@ int bench_decode(const DecodeBenchOptions& o) {
   if (o.out.empty()) return 0;
 
   std::vector<std::string> x;
-  for (int length : o.lengths) x.push_back(std::to_string(length));
+  for (int length : lengths) x.push_back(std::to_string(length));
   const auto chart = [&](const std::string& name, const std::string& title, const std::string& y_label, auto value) {
     std::vector<ChartSeries> series;
     for (size_t ci = 0; ci < contenders.size(); ++ci) {
       ChartSeries s{contenders[ci].name, {}, contenders[ci].llama};
-      for (int length : o.lengths) s.y.push_back(value(med[{length, ci}]));
+      for (int length : lengths) s.y.push_back(value(med[{length, ci}]));
       series.push_back(std::move(s));
     }
     write_text_file(fs::path(o.out) / name, line_chart_svg(title, "prompt length (tokens)", y_label, x, series));
@@ -288,7 +302,10 @@ Action add_bench_decode(CLI::App& app) {
   auto o = std::make_shared<DecodeBenchOptions>();
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
   app.add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
-  app.add_option("--lengths", o->lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
+  app.add_option("--lengths", o->lengths,
+                 "prompt lengths in tokens (default: 512, 1024, 2048, 4096, 7680 where they fit, and the longest the "
+                 "model's context holds with the decoded steps, a multiple of 64)")
+      ->delimiter(',');
   app.add_option("--batches", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--capacities", o->capacities, "SnapKV capacities C (one contender each)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-decode", o->n_decode, "decode steps per batch size")->capture_default_str();

@@ -141,6 +141,7 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
 TEST(CliBench, DecodeRefusesBadParameters) {
   const std::string m = "-m " + test::default_model_path();
   test::expect_cli_error("bench decode " + m + " --lengths 9000", "context");
+  test::expect_cli_error("bench decode " + m + " -n 9000", "no prompt fits");
   test::expect_cli_error("bench decode --batches 0", "--batches");
   test::expect_cli_error("bench decode --capacities 8", "--capacities");
   test::expect_cli_error("bench decode --llama-python python3 --llama-script /nonexistent.py", "--llama-script");
