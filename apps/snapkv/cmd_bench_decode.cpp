@@ -146,12 +146,14 @@ Sample median_of(const std::vector<Sample>& v) {
   return m;
 }
 
-// 512, 1024, 2048, 4096 and 7680 tokens where they fit, then the longest prompt (a multiple of 64)
-// that the model's context holds with n_decode + 2 more tokens: the figure runs up to the context.
+// kFigureLengths where they fit, then the longest prompt (a multiple of 64) that the model's
+// context holds with n_decode + 2 more tokens: the figure runs up to the context.
+constexpr int kFigureLengths[] = {512, 1024, 2048, 4096, 7680};
+
 std::vector<int> default_lengths(int n_ctx_train, int n_decode) {
   const int longest = (n_ctx_train - n_decode - 2) / 64 * 64;
   std::vector<int> lengths;
-  for (int l : {512, 1024, 2048, 4096, 7680}) {
+  for (int l : kFigureLengths) {
     if (l < longest) lengths.push_back(l);
   }
   if (longest > 0) lengths.push_back(longest);
@@ -303,8 +305,9 @@ Action add_bench_decode(CLI::App& app) {
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
   app.add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
   app.add_option("--lengths", o->lengths,
-                 "prompt lengths in tokens (default: 512, 1024, 2048, 4096, 7680 where they fit, and the longest the "
-                 "model's context holds with the decoded steps, a multiple of 64)")
+                 fmt::format("prompt lengths in tokens (default: {} where they fit, and the longest the model's "
+                             "context holds with the decoded steps, a multiple of 64)",
+                             fmt::join(kFigureLengths, ", ")))
       ->delimiter(',');
   app.add_option("--batches", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--capacities", o->capacities, "SnapKV capacities C (one contender each)")->delimiter(',')->capture_default_str();
