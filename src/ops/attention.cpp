@@ -514,6 +514,129 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
   }
 }
 
+// Lane g of the result (g < 4) is the sum of the lanes of a[g], for 8-lane vectors: interleave
+// pairs, then 64-bit pairs, which leaves each 128-bit half holding four partial sums; then add
+// the halves.
+#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+HWY_INLINE VF SumsOfLanes4(VF a, VF b, VF c, VF d) {
+  const DF df;
+  const hn::Repartition<double, DF> dd;
+  const auto pair = [&](VF x, VF y) { return hn::Add(hn::InterleaveLower(df, x, y), hn::InterleaveUpper(df, x, y)); };
+  const auto ab = hn::BitCast(dd, pair(a, b)), cd = hn::BitCast(dd, pair(c, d));
+  const VF x = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab, cd)), hn::BitCast(df, hn::InterleaveUpper(dd, ab, cd)));
+  return hn::Add(x, hn::ConcatUpperUpper(df, x, x));
+}
+#endif
+
+// AttendRange for R <= 3 rows with AVX2's 16 registers, which hold neither a 64-wide head's query
+// rows nor its accumulators (8 vectors a row): scores four keys at a time, a dimension vector at
+// a time (12 partial sums, the R query vectors and the key's vector: 16 registers); values in
+// chunks of 4 vectors of each accumulator row (12 accumulators, R weights and the value's
+// vector), so that each K and V vector is widened once for all R rows, as in
+// AttendRangeInRegisters. The accumulators live in acc between blocks and chunks.
+template <class Kv, int R>
+void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                         float* acc, float* m, float* l) {
+#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+  const DF df;
+  constexpr size_t kL = hn::MaxLanes(DF());
+  constexpr int kChunk = 4;  // vectors of an accumulator row per pass over a block's values
+  const int G = d / static_cast<int>(kL);
+  const size_t row_bytes = static_cast<size_t>(d) * Kv::kSize;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::fill(acc, acc + static_cast<size_t>(R) * d, 0.0f);
+  for (int r = 0; r < R; ++r) m[r] = kNegInf, l[r] = 0.0f;
+  constexpr int kBlock = 256;
+  HWY_ALIGN float s[R][kBlock];
+  const auto prefetch = [&](const uint8_t* row) {
+    for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + kPrefetchBytes + o, 0, 2);
+  };
+  for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kBlock, k1 - j0));
+    const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * row_bytes;
+    for (int jk = 0; jk < nb; jk += 4) {
+      // Past nb (the last group of the range) the fourth, third ... key repeats the last one.
+      const uint8_t* key[4];
+      for (int u = 0; u < 4; ++u) key[u] = kb + static_cast<size_t>(std::min(jk + u, nb - 1)) * row_bytes;
+      for (int u = 0; u < 4; ++u) prefetch(key[u]);
+      VF t[4][R];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) t[u][r] = hn::Zero(df);
+      }
+      for (int g = 0; g < G; ++g) {
+        VF qg[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) qg[r] = hn::LoadU(df, q + r * d + g * kL);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) {
+          const VF k = Kv::Load(key[u] + g * kL * Kv::kSize);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) t[u][r] = hn::MulAdd(qg[r], k, t[u][r]);
+        }
+      }
+      HWY_ALIGN float sums[kL];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        hn::Store(SumsOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r]), df, sums);
+        for (int u = 0; u < 4 && jk + u < nb; ++u) s[r][jk + u] = sums[u];
+      }
+    }
+    float c[R];
+    for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], kv.pos + j0, nb, qp, scale, m[r], l[r]);
+    const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * row_bytes;
+    for (int g0 = 0; g0 < G; g0 += kChunk) {
+      VF a[R][kChunk];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const VF vc = hn::Set(df, c[r]);
+#pragma GCC unroll 4
+        for (int g = 0; g < kChunk; ++g) a[r][g] = hn::Mul(hn::LoadU(df, acc + r * d + (g0 + g) * kL), vc);
+      }
+      for (int j = 0; j < nb; ++j) {
+        const uint8_t* row = vb + static_cast<size_t>(j) * row_bytes;
+        if (g0 == 0) prefetch(row);
+        VF p[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) p[r] = hn::Set(df, s[r][j]);
+#pragma GCC unroll 4
+        for (int g = 0; g < kChunk; ++g) {
+          const VF v = Kv::Load(row + (g0 + g) * kL * Kv::kSize);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) a[r][g] = hn::MulAdd(p[r], v, a[r][g]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+        for (int g = 0; g < kChunk; ++g) hn::StoreU(a[r][g], df, acc + r * d + (g0 + g) * kL);
+      }
+    }
+  }
+#else
+  (void)q, (void)d, (void)kv, (void)k0, (void)k1, (void)qp, (void)acc, (void)m, (void)l;
+#endif
+}
+
+// AttendRangeInChunks for up to 3 rows where vectors have 8 lanes (AVX2) and the head is a whole
+// number of chunks, by storage type. Returns false for other shapes and targets.
+template <int R>
+bool AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                         float* acc, float* m, float* l) {
+  if constexpr (hn::MaxLanes(DF()) != 8 || HWY_TARGET == HWY_SCALAR) {
+    return false;
+  } else {
+    if (d % (4 * 8) != 0) return false;
+    switch (kv.type) {
+      case KvType::kF16: AttendRangeInChunks<KvF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kBF16: AttendRangeInChunks<KvBF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kF32: AttendRangeInChunks<KvF32, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
+    }
+    return true;
+  }
+}
+
 // AttendRangeInRegisters for up to 3 rows of 4 vectors, by storage type: 12 query and 12
 // accumulator vectors, which fit AVX-512's 32 registers (a 64-wide head there, as the default
 // model's). Returns false for other shapes and targets.
@@ -539,9 +662,12 @@ bool AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
 void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                  float* acc, float* m, float* l) {
   if (n_rows <= 3) {
-    const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l)
-                      : n_rows == 2 ? AttendRangeInRegisters<2>(q, d, kv, k0, k1, qp, acc, m, l)
-                                    : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l);
+    const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l) ||
+                                          AttendRangeInChunks<3>(q, d, kv, k0, k1, qp, acc, m, l)
+                      : n_rows == 2 ? AttendRangeInRegisters<2>(q, d, kv, k0, k1, qp, acc, m, l) ||
+                                          AttendRangeInChunks<2>(q, d, kv, k0, k1, qp, acc, m, l)
+                                    : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l) ||
+                                          AttendRangeInChunks<1>(q, d, kv, k0, k1, qp, acc, m, l);
     if (done) return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));

@@ -106,28 +106,41 @@ TEST(Attention, DecodeOverManySequencesMatchesReference) {
   std::vector<std::span<const KvHeadView>> spans(views.begin(), views.end());
   std::vector<float> q(lengths.size() * n_head * d);
   for (float& x : q) x = nd(rng);
-  for (int n_threads : {1, 2, 3}) {
-    ThreadPool pool(n_threads);
-    std::vector<float> out(q.size());
-    attention_decode(q.data(), qpos.data(), static_cast<int>(lengths.size()), n_head, d, spans, out.data(), pool);
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      std::vector<float> ref(static_cast<size_t>(n_head) * d);
-      attention_reference(q.data() + b * n_head * d, &qpos[b], 1, n_head, d, views[b], ref.data());
-      for (size_t i = 0; i < ref.size(); ++i) {
-        ASSERT_NEAR(out[b * n_head * d + i], ref[i], 2e-5f + 2e-5f * std::fabs(ref[i]))
-            << "sequence " << b << " element " << i << " threads " << n_threads;
+  test::for_each_target([&] {
+    for (int n_threads : {1, 2, 3}) {
+      ThreadPool pool(n_threads);
+      std::vector<float> out(q.size());
+      attention_decode(q.data(), qpos.data(), static_cast<int>(lengths.size()), n_head, d, spans, out.data(), pool);
+      for (size_t b = 0; b < lengths.size(); ++b) {
+        std::vector<float> ref(static_cast<size_t>(n_head) * d);
+        attention_reference(q.data() + b * n_head * d, &qpos[b], 1, n_head, d, views[b], ref.data());
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_NEAR(out[b * n_head * d + i], ref[i], 2e-5f + 2e-5f * std::fabs(ref[i]))
+              << "sequence " << b << " element " << i << " threads " << n_threads;
+        }
       }
     }
-  }
+  });
 }
 
+// Every target, with 1, 2 and 3 query heads per KV head, heads of 32, 64 and 128 dimensions (one,
+// two and four of the AVX2 decode kernel's chunks), and ranges that end inside a group of four
+// keys and past a block of 256.
 TEST(Attention, ReadsHalfAndBfloatCaches) {
-  uint32_t seed = 7;
-  for (KvType t : {KvType::kF16, KvType::kBF16}) {
-    for (int n_keys : {1, 64, 130}) {
-      for (int n_tok : {1, 9}) check(9, 3, 64, n_keys, n_tok, 2, seed++, t);
+  test::for_each_target([] {
+    uint32_t seed = 7;
+    for (KvType t : {KvType::kF16, KvType::kBF16}) {
+      for (int d : {32, 64, 128}) {
+        for (int n_keys : {1, 64, 130, 517}) {
+          for (int n_tok : {1, 9}) {
+            check(9, 3, d, n_keys, n_tok, 2, seed++, t);
+            check(6, 3, d, n_keys, n_tok, 1, seed++, t);
+            check(4, 4, d, n_keys, n_tok, 2, seed++, t);
+          }
+        }
+      }
     }
-  }
+  });
 }
 
 // Column sums of attention probabilities against a direct double-precision computation.
