@@ -179,7 +179,7 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
 // activation bytes; Q8_0 codes are signed, so as in Q8Block |w| meets sign(w) x. With 16 bits
 // (kBits) each lane is read as two 16-bit halves, whose nibbles (Q4) or bytes (Q8_0) give 2
 // weights of the row at a time, which meet 2 activations (in the order of q16_slot); two sums per
-// token halve the chain of dependent multiply-adds.
+// token (three for 4-bit codes, below) shorten the chain of dependent multiply-adds.
 template <GgmlType kType, int T, int kBits>
 static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
   using Code = std::conditional_t<kBits == 16, int16_t, int8_t>;
@@ -208,11 +208,10 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
       // A block's bytes kPrefetchBytes ahead, a few lines per block: asked for a group (3-8 KiB)
       // at a time, as prefetch_row_ahead does for a row, the prefetches queued up behind each other
       // and the matvecs from memory took up to 1.5x as long.
-      const size_t done = static_cast<size_t>(p - first);
-      if (done + kPrefetchBytes < total) prefetch_bytes(first, done + kPrefetchBytes, done + kPrefetchBytes + kGroupBlock);
+      if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-      __m256i s[T], s1[T];
-      for (int t = 0; t < T; ++t) s[t] = s1[t] = _mm256_setzero_si256();
+      __m256i s[T], s1[T], s2[T];
+      for (int t = 0; t < T; ++t) s[t] = s1[t] = s2[t] = _mm256_setzero_si256();
       for (int k = 0; k < (kType == GgmlType::Q8_0 ? 8 : 4); ++k) {
         const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
         if constexpr (kBits == 16 && kType == GgmlType::Q8_0) {  // bytes 0 and 2, then 1 and 3, sign-extended
@@ -221,12 +220,17 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
             s[t] = DotAdd16(s[t], even, Broadcast4(xq[t] + 4 * k));
             s1[t] = DotAdd16(s1[t], odd, Broadcast4(xq[t] + 4 * k + 2));
           }
-        } else if constexpr (kBits == 16) {  // low nibbles of bytes 0 and 2, of 1 and 3; high ones the same
-          const __m256i lo02 = _mm256_and_si256(c, low4), lo13 = _mm256_and_si256(_mm256_srli_epi16(c, 8), low4);
-          const __m256i hi02 = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4), hi13 = _mm256_srli_epi16(c, 12);
+        } else if constexpr (kBits == 16) {
+          // The nibbles of each 16-bit half, masked in place: the low nibbles of bytes 0 and 2
+          // (x1), their high nibbles (x16), the low nibbles of bytes 1 and 3 (x256); the high
+          // nibbles of bytes 1 and 3 shifted down. Three sums, one per scale, combined per block.
+          const __m256i lo02 = _mm256_and_si256(c, low4), hi13 = _mm256_srli_epi16(c, 12);
+          const __m256i hi02x16 = _mm256_and_si256(c, _mm256_slli_epi16(low4, 4));
+          const __m256i lo13x256 = _mm256_and_si256(c, _mm256_slli_epi16(low4, 8));
           for (int t = 0; t < T; ++t) {
-            s[t] = DotAdd16(DotAdd16(s[t], lo02, Broadcast4(xq[t] + 4 * k)), hi02, Broadcast4(xq[t] + 16 + 4 * k));
-            s1[t] = DotAdd16(DotAdd16(s1[t], lo13, Broadcast4(xq[t] + 4 * k + 2)), hi13, Broadcast4(xq[t] + 18 + 4 * k));
+            s[t] = DotAdd16(DotAdd16(s[t], lo02, Broadcast4(xq[t] + 4 * k)), hi13, Broadcast4(xq[t] + 18 + 4 * k));
+            s1[t] = DotAdd16(s1[t], hi02x16, Broadcast4(xq[t] + 16 + 4 * k));
+            s2[t] = DotAdd16(s2[t], lo13x256, Broadcast4(xq[t] + 4 * k + 2));
           }
         } else if constexpr (kType == GgmlType::Q8_0) {
           const __m256i a = _mm256_abs_epi8(c);
@@ -247,7 +251,13 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
         m4 = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
       }
       for (int t = 0; t < T; ++t) {
-        const __m256 sum = _mm256_cvtepi32_ps(kBits == 16 ? _mm256_add_epi32(s[t], s1[t]) : s[t]);
+        __m256i si = s[t];
+        if constexpr (kBits == 16 && kType == GgmlType::Q8_0) {
+          si = _mm256_add_epi32(s[t], s1[t]);
+        } else if constexpr (kBits == 16) {  // exact: s2 is a multiple of 256, s1 + s2 / 16 of 16
+          si = _mm256_add_epi32(s[t], _mm256_srai_epi32(_mm256_add_epi32(s1[t], _mm256_srai_epi32(s2[t], 4)), 4));
+        }
+        const __m256 sum = _mm256_cvtepi32_ps(si);
         acc[t] = _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(*xd[t])), acc[t]);
         if constexpr (kType != GgmlType::Q8_0) off[t] = _mm256_fmadd_ps(m4, _mm256_set1_ps(*xs[t]), off[t]);
         xq[t] += kQ8Block;

@@ -17,6 +17,14 @@ inline void prefetch_bytes(const uint8_t* base, size_t from, size_t to) {
   for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(base + b);
 }
 
+// The kBytes at p + kPrefetchBytes, for a kernel that calls it for each run of kBytes in turn:
+// one prefetch every 64 bytes from the run's start, a fixed number (no loop), so every line
+// of consecutive runs gets one (a line that two runs share, two) whatever the alignment.
+template <size_t kBytes>
+inline void prefetch_span_ahead(const uint8_t* p) {
+  for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + kPrefetchBytes + o);
+}
+
 // Before the first of a thread's rows, which span `total` bytes from `first`.
 inline void prefetch_rows_start(const uint8_t* first, size_t total) {
   prefetch_bytes(first, 0, std::min(total, kPrefetchBytes));
