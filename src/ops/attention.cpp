@@ -431,9 +431,22 @@ HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   _mm_storeu_ps(out, _mm512_castps512_ps128(x));
 }
 #else
-// (AttendRangeInRegisters, the caller, runs on AVX-512 only; this keeps it compiling elsewhere.)
+// With 8-lane vectors (AVX2, for AttendRangeInChunks): interleave pairs, then 64-bit pairs,
+// which leaves each 128-bit half holding four partial sums; then add the halves. Other widths
+// sum each vector alone (nothing calls them here in decode).
 HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   const DF df;
+#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+  if constexpr (hn::MaxLanes(DF()) == 8) {
+    const hn::Repartition<double, DF> dd;
+    const auto pair = [&](VF x, VF y) { return hn::Add(hn::InterleaveLower(df, x, y), hn::InterleaveUpper(df, x, y)); };
+    const auto ab = hn::BitCast(dd, pair(a, b)), cd = hn::BitCast(dd, pair(c, d));
+    const VF x = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab, cd)), hn::BitCast(df, hn::InterleaveUpper(dd, ab, cd)));
+    const hn::Half<DF> dh;
+    hn::StoreU(hn::LowerHalf(dh, hn::Add(x, hn::ConcatUpperUpper(df, x, x))), dh, out);
+    return;
+  }
+#endif
   out[0] = hn::GetLane(hn::SumOfLanes(df, a));
   out[1] = hn::GetLane(hn::SumOfLanes(df, b));
   out[2] = hn::GetLane(hn::SumOfLanes(df, c));
@@ -514,20 +527,6 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
   }
 }
 
-// Lane g of the result (g < 4) is the sum of the lanes of a[g], for 8-lane vectors: interleave
-// pairs, then 64-bit pairs, which leaves each 128-bit half holding four partial sums; then add
-// the halves.
-#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
-HWY_INLINE VF SumsOfLanes4(VF a, VF b, VF c, VF d) {
-  const DF df;
-  const hn::Repartition<double, DF> dd;
-  const auto pair = [&](VF x, VF y) { return hn::Add(hn::InterleaveLower(df, x, y), hn::InterleaveUpper(df, x, y)); };
-  const auto ab = hn::BitCast(dd, pair(a, b)), cd = hn::BitCast(dd, pair(c, d));
-  const VF x = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab, cd)), hn::BitCast(df, hn::InterleaveUpper(dd, ab, cd)));
-  return hn::Add(x, hn::ConcatUpperUpper(df, x, x));
-}
-#endif
-
 // AttendRange for R <= 3 rows with AVX2's 16 registers, which hold neither a 64-wide head's query
 // rows nor its accumulators (8 vectors a row): scores four keys at a time, a dimension vector at
 // a time (12 partial sums, the R query vectors and the key's vector: 16 registers); values in
@@ -576,12 +575,9 @@ void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0
           for (int r = 0; r < R; ++r) t[u][r] = hn::MulAdd(qg[r], k, t[u][r]);
         }
       }
-      HWY_ALIGN float sums[kL];
+      // (Scores past nb, of the repeated key, are written but not read.)
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        hn::Store(SumsOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r]), df, sums);
-        for (int u = 0; u < 4 && jk + u < nb; ++u) s[r][jk + u] = sums[u];
-      }
+      for (int r = 0; r < R; ++r) SumOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r], &s[r][jk]);
     }
     float c[R];
     for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], kv.pos + j0, nb, qp, scale, m[r], l[r]);
