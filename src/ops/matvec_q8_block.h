@@ -21,6 +21,9 @@ inline float half_at(const uint8_t* p) {
 
 constexpr int64_t bytes(GgmlType type) { return type == GgmlType::Q4_1 ? 20 : type == GgmlType::Q4_0 ? 18 : 34; }
 
+// Where a block's codes start, after its scale (and Q4_1's min).
+constexpr int64_t codes_at(GgmlType type) { return type == GgmlType::Q4_1 ? 4 : 2; }
+
 inline float scale(const uint8_t* blk) { return half_at(blk); }
 
 inline float offset(GgmlType type, const uint8_t* blk) {
@@ -30,8 +33,8 @@ inline float offset(GgmlType type, const uint8_t* blk) {
 
 // Code i (0..31) of the block.
 inline int32_t code(GgmlType type, const uint8_t* blk, int i) {
-  if (type == GgmlType::Q8_0) return static_cast<int8_t>(blk[2 + i]);
-  const uint8_t byte = blk[(type == GgmlType::Q4_1 ? 4 : 2) + i % 16];
+  if (type == GgmlType::Q8_0) return static_cast<int8_t>(blk[codes_at(type) + i]);
+  const uint8_t byte = blk[codes_at(type) + i % 16];
   return i < 16 ? byte & 0x0F : byte >> 4;
 }
 

@@ -23,7 +23,7 @@ namespace {
 // Where a block's bytes go in a group of 8 rows.
 struct Layout {
   explicit Layout(const WeightMatrix& w)
-      : block(q8_block::bytes(w.type)), n_blocks(w.n_in / 32), head(w.type == GgmlType::Q4_1 ? 4 : 2),
+      : block(q8_block::bytes(w.type)), n_blocks(w.n_in / 32), head(q8_block::codes_at(w.type)),
         n_chunks((block - head) / 4) {}
   int64_t block;     // bytes of a block
   int64_t n_blocks;  // per row

@@ -335,26 +335,22 @@ TEST(Q8Matvec, Q16SumsHoldTheLargestCodesAndActivations) {
   for (GgmlType type : kQ8Types) {
     SCOPED_TRACE(ggml_type_info(type).name);
     std::vector<uint8_t> m = random_matrix(type, 64, 8, rng);
-    const int64_t bb = q8_block::bytes(type);
-    const int64_t codes_at = type == GgmlType::Q4_1 ? 4 : 2;  // after the scale (and min)
-    for (size_t b = 0; b < m.size(); b += bb) {
-      std::memset(m.data() + b + codes_at, type == GgmlType::Q8_0 ? 0x7F : 0xFF, bb - codes_at);
-    }
+    const int64_t bb = q8_block::bytes(type), at = q8_block::codes_at(type);
+    for (size_t b = 0; b < m.size(); b += bb) std::memset(m.data() + b + at, type == GgmlType::Q8_0 ? 0x7F : 0xFF, bb - at);
     WeightMatrix w = make_weight_matrix(type, m.data(), 64, 8);
     const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
+    w.rows8 = rows8.data();  // the reference reads the file's rows
     for (float sign : {1.0f, -1.0f}) {
       const std::vector<float> xf(64, sign);
       Q8Activations x;
       quantize_q8(xf.data(), 64, 1, x, q8_best_kernel(), 16);
       std::vector<float> want(8);
       q8_matvec_reference(w, x, want.data());
-      w.rows8 = rows8.data();
       for (Q8Kernel k : q8_kernels_supported()) {
         std::vector<float> y(8);
         q8_matvec_rows(k, w, x, y.data(), 0, 8);
         ASSERT_NO_FATAL_FAILURE(expect_near_reference(w, x, want, y)) << q8_kernel_name(k);
       }
-      w.rows8 = nullptr;
     }
   }
 }
