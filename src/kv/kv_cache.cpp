@@ -12,8 +12,50 @@ namespace snapkv {
 KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvType type, int replicate)
     : n_layer_(n_layer), n_head_kv_(n_head_kv), head_dim_(head_dim), replicate_(replicate),
       n_head_(n_head_kv * replicate), type_(type), row_bytes_(head_dim * kv_type_size(type)),
-      heads_(static_cast<size_t>(n_layer) * n_head_), views_(heads_.size()) {
+      views_(static_cast<size_t>(n_layer) * n_head_) {
   if (replicate < 1) fail(ErrorKind::kInvalidArgument, "KV cache: replicate must be >= 1, got {}", replicate);
+  clear();
+}
+
+KvCache::KvCache(const KvCache& other)
+    : n_layer_(other.n_layer_), n_head_kv_(other.n_head_kv_), head_dim_(other.head_dim_),
+      replicate_(other.replicate_), n_head_(other.n_head_), type_(other.type_), row_bytes_(other.row_bytes_),
+      views_(other.views_.size()) {
+  layers_.reserve(other.layers_.size());
+  for (const Layer& o : other.layers_) {
+    Layer& l = layers_.emplace_back(empty_layer());
+    reserve(l, o.cap);
+    l.pos = o.pos;
+    for (int ih = 0; ih < n_head_; ++ih) {
+      const size_t n = l.pos[ih].size();
+      std::memcpy(key_row(l, ih, 0), o.data.p + o.at[ih], n * row_bytes_);
+      std::memcpy(value_row(l, ih, 0), o.data.p + o.at[ih] + o.cap[ih] * row_bytes_, n * row_bytes_);
+    }
+  }
+}
+
+KvCache& KvCache::operator=(const KvCache& other) {
+  if (this != &other) *this = KvCache(other);
+  return *this;
+}
+
+void KvCache::reserve(Layer& l, const std::vector<size_t>& cap) const {
+  std::vector<size_t> at(cap.size());
+  size_t bytes = 0;
+  for (size_t ih = 0; ih < cap.size(); ++ih) {
+    at[ih] = bytes;
+    bytes += 2 * cap[ih] * row_bytes_;
+  }
+  Buffer data(bytes);
+  for (int ih = 0; ih < n_head_; ++ih) {
+    const size_t n = l.pos[ih].size();
+    if (n == 0) continue;
+    std::memcpy(data.p + at[ih], key_row(l, ih, 0), n * row_bytes_);
+    std::memcpy(data.p + at[ih] + cap[ih] * row_bytes_, value_row(l, ih, 0), n * row_bytes_);
+  }
+  l.data = std::move(data);
+  l.cap = cap;
+  l.at = std::move(at);
 }
 
 void KvCache::store_row(const float* src, uint8_t* dst) const {
@@ -35,43 +77,48 @@ void KvCache::store_row(const float* src, uint8_t* dst) const {
 
 void KvCache::append(int il, int64_t n_tok, const float* k, const float* v, const int32_t* pos) {
   const int64_t d = head_dim_;
+  Layer& l = layers_[il];
+  std::vector<size_t> cap = l.cap;
+  bool grow = false;
   for (int ih = 0; ih < n_head_; ++ih) {
-    Head& h = head(il, ih);
-    if (!h.pos.empty() && n_tok > 0 && pos[0] <= h.pos.back()) {
-      fail(ErrorKind::kInternal, "KV cache: position {} appended after {}", pos[0], h.pos.back());
+    const std::vector<int32_t>& p = l.pos[ih];
+    if (!p.empty() && n_tok > 0 && pos[0] <= p.back()) {
+      fail(ErrorKind::kInternal, "KV cache: position {} appended after {}", pos[0], p.back());
     }
-    const size_t n = h.pos.size(), n_new = n + static_cast<size_t>(n_tok);
-    if (n_new > h.pos.capacity()) {
+    const size_t n_new = p.size() + static_cast<size_t>(n_tok);
+    if (n_new > cap[ih]) {
       // Geometric growth by 1.25 (amortized O(1)) with less slack than doubling: after a
       // compression the cache holds C entries, and decoding should not reserve another C.
-      const size_t cap = std::max(n_new, h.pos.capacity() + h.pos.capacity() / 4 + 64);
-      h.pos.reserve(cap);
-      h.k.reserve(cap * row_bytes_);
-      h.v.reserve(cap * row_bytes_);
+      cap[ih] = std::max(n_new, cap[ih] + cap[ih] / 4 + 64);
+      grow = true;
     }
-    h.k.resize(n_new * row_bytes_);
-    h.v.resize(n_new * row_bytes_);
+  }
+  if (grow) reserve(l, cap);
+  for (int ih = 0; ih < n_head_; ++ih) {
+    const size_t n = l.pos[ih].size();
     const int src_head = ih / replicate_;
     for (int64_t t = 0; t < n_tok; ++t) {
-      store_row(k + (t * n_head_kv_ + src_head) * d, h.k.data() + (n + t) * row_bytes_);
-      store_row(v + (t * n_head_kv_ + src_head) * d, h.v.data() + (n + t) * row_bytes_);
-      h.pos.push_back(pos[t]);
+      store_row(k + (t * n_head_kv_ + src_head) * d, key_row(l, ih, n + t));
+      store_row(v + (t * n_head_kv_ + src_head) * d, value_row(l, ih, n + t));
+      l.pos[ih].push_back(pos[t]);
     }
   }
 }
 
 std::span<const KvHeadView> KvCache::layer(int il) const {
   KvHeadView* out = views_.data() + static_cast<size_t>(il) * n_head_;
+  const Layer& l = layers_[il];
   for (int ih = 0; ih < n_head_; ++ih) {
-    const Head& h = head(il, ih);
-    out[ih] = KvHeadView{static_cast<int64_t>(h.pos.size()), h.k.data(), h.v.data(), h.pos.data(), type_};
+    out[ih] = KvHeadView{static_cast<int64_t>(l.pos[ih].size()), key_row(l, ih, 0), value_row(l, ih, 0),
+                         l.pos[ih].data(), type_};
   }
   return {out, static_cast<size_t>(n_head_)};
 }
 
 void KvCache::keep(int il, int ih, std::span<const int32_t> idx) {
-  Head& h = head(il, ih);
-  const int64_t n = static_cast<int64_t>(h.pos.size());
+  Layer& l = layers_[il];
+  std::vector<int32_t>& pos = l.pos[ih];
+  const int64_t n = static_cast<int64_t>(pos.size());
   for (size_t i = 0; i < idx.size(); ++i) {
     if (idx[i] < 0 || idx[i] >= n || (i > 0 && idx[i] <= idx[i - 1])) {
       fail(ErrorKind::kInternal, "KV cache: kept indices must ascend within [0, {})", n);
@@ -81,21 +128,22 @@ void KvCache::keep(int il, int ih, std::span<const int32_t> idx) {
   for (size_t i = 0; i < idx.size(); ++i) {
     const size_t j = static_cast<size_t>(idx[i]);
     if (j == i) continue;
-    std::memcpy(h.k.data() + i * row_bytes_, h.k.data() + j * row_bytes_, row_bytes_);
-    std::memcpy(h.v.data() + i * row_bytes_, h.v.data() + j * row_bytes_, row_bytes_);
-    h.pos[i] = h.pos[j];
+    std::memcpy(key_row(l, ih, i), key_row(l, ih, j), row_bytes_);
+    std::memcpy(value_row(l, ih, i), value_row(l, ih, j), row_bytes_);
+    pos[i] = pos[j];
   }
-  h.k.resize(idx.size() * row_bytes_);
-  h.v.resize(idx.size() * row_bytes_);
-  h.pos.resize(idx.size());
-  h.k.shrink_to_fit();
-  h.v.shrink_to_fit();
-  h.pos.shrink_to_fit();
+  pos.resize(idx.size());
+  pos.shrink_to_fit();
+  std::vector<size_t> cap = l.cap;
+  cap[ih] = idx.size();
+  reserve(l, cap);
 }
 
 int64_t KvCache::entries() const {
   int64_t n = 0;
-  for (const Head& h : heads_) n += static_cast<int64_t>(h.pos.size());
+  for (const Layer& l : layers_) {
+    for (const std::vector<int32_t>& p : l.pos) n += static_cast<int64_t>(p.size());
+  }
   return n;
 }
 
@@ -105,12 +153,24 @@ size_t KvCache::bytes() const { return static_cast<size_t>(entries()) * entry_by
 
 size_t KvCache::allocated_bytes() const {
   size_t b = 0;
-  for (const Head& h : heads_) b += h.k.capacity() + h.v.capacity() + h.pos.capacity() * sizeof(int32_t);
+  for (const Layer& l : layers_) {
+    b += l.data.bytes;
+    for (const std::vector<int32_t>& p : l.pos) b += p.capacity() * sizeof(int32_t);
+  }
   return b;
 }
 
+KvCache::Layer KvCache::empty_layer() const {
+  Layer l;
+  l.cap.assign(static_cast<size_t>(n_head_), 0);
+  l.at.assign(static_cast<size_t>(n_head_), 0);
+  l.pos.resize(static_cast<size_t>(n_head_));
+  return l;
+}
+
 void KvCache::clear() {
-  for (Head& h : heads_) h = Head{};
+  layers_.clear();
+  for (int il = 0; il < n_layer_; ++il) layers_.push_back(empty_layer());
 }
 
 }  // namespace snapkv

@@ -101,6 +101,42 @@ TEST(KvCache, AppendIsAmortizedAndBoundsSlack) {
   EXPECT_LE(kv.allocated_bytes(), kv.bytes() + kv.bytes() / 4 + 64 * kv.entry_bytes());
 }
 
+// A layer's heads share one buffer, which growth and compaction move: each head's entries must
+// come through, and a copy must own its entries (the evaluation presses copies of one prefill).
+TEST(KvCache, HeadsKeepTheirEntriesThroughGrowthCompactionAndCopies) {
+  KvCache kv(2, 2, 3, KvType::kF32);
+  std::vector<float> k(200 * 2 * 3);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i);
+  const auto key = [&](int64_t t, int h, int i) { return k[(t * 2 + h) * 3 + i]; };
+  std::vector<int32_t> pos(200);
+  for (int32_t t = 0; t < 200; ++t) pos[t] = t;
+  for (int32_t t = 0; t < 200; t += 50) kv.append(1, 50, k.data() + t * 6, k.data() + t * 6, pos.data() + t);
+  const std::vector<int32_t> keep = {0, 99, 150, 199};
+  kv.keep(1, 1, keep);
+  const KvCache copy = kv;
+  const int32_t next = 200;
+  kv.append(1, 1, k.data(), k.data(), &next);
+  kv.keep(1, 0, keep);
+  for (const KvCache* c : {static_cast<const KvCache*>(&kv), &copy}) {
+    const auto views = c->layer(1);
+    ASSERT_EQ(views[1].n, c == &kv ? 5 : 4);
+    for (size_t j = 0; j < keep.size(); ++j) {
+      EXPECT_EQ(views[1].pos[j], keep[j]);
+      EXPECT_EQ(at(views[1], true, static_cast<int64_t>(j), 2, 3), key(keep[j], 1, 2));
+      EXPECT_EQ(at(views[1], false, static_cast<int64_t>(j), 0, 3), key(keep[j], 1, 0));
+    }
+    EXPECT_EQ(c->layer(0)[0].n, 0);
+  }
+  // The copy's head 0 still holds all 200 entries; the cache's only the 4 kept.
+  const auto head0 = copy.layer(1)[0];
+  ASSERT_EQ(head0.n, 200);
+  for (int64_t t = 0; t < 200; ++t) EXPECT_EQ(at(head0, false, t, 1, 3), key(t, 0, 1));
+  ASSERT_EQ(kv.layer(1)[0].n, 4);
+  EXPECT_EQ(at(kv.layer(1)[0], true, 3, 1, 3), key(199, 0, 1));
+  EXPECT_EQ(copy.entries(), 204);
+  EXPECT_EQ(kv.entries(), 9);
+}
+
 TEST(KvCache, ReplicatesKvHeadsPerQueryHead) {
   KvCache kv(1, 2, 3, KvType::kF32, /*replicate=*/3);
   const int32_t pos = 0;
