@@ -23,14 +23,9 @@ KvCache::KvCache(const KvCache& other)
       views_(other.views_.size()) {
   layers_.reserve(other.layers_.size());
   for (const Layer& o : other.layers_) {
-    Layer& l = layers_.emplace_back(empty_layer());
-    reserve(l, o.cap);
+    Layer& l = layers_.emplace_back(layout(o.cap));
+    copy_entries(o, l);
     l.pos = o.pos;
-    for (int ih = 0; ih < n_head_; ++ih) {
-      const size_t n = l.pos[ih].size();
-      std::memcpy(key_row(l, ih, 0), o.data.p + o.at[ih], n * row_bytes_);
-      std::memcpy(value_row(l, ih, 0), o.data.p + o.at[ih] + o.cap[ih] * row_bytes_, n * row_bytes_);
-    }
   }
 }
 
@@ -39,23 +34,34 @@ KvCache& KvCache::operator=(const KvCache& other) {
   return *this;
 }
 
-void KvCache::reserve(Layer& l, const std::vector<size_t>& cap) const {
-  std::vector<size_t> at(cap.size());
+KvCache::Layer KvCache::layout(const std::vector<size_t>& cap) const {
+  Layer l;
+  l.cap = cap;
+  l.at.resize(cap.size());
   size_t bytes = 0;
   for (size_t ih = 0; ih < cap.size(); ++ih) {
-    at[ih] = bytes;
+    l.at[ih] = bytes;
     bytes += 2 * cap[ih] * row_bytes_;
   }
-  Buffer data(bytes);
+  l.data = Buffer(bytes);
+  l.pos.resize(cap.size());
+  return l;
+}
+
+void KvCache::copy_entries(const Layer& from, const Layer& to) const {
   for (int ih = 0; ih < n_head_; ++ih) {
-    const size_t n = l.pos[ih].size();
-    if (n == 0) continue;
-    std::memcpy(data.p + at[ih], key_row(l, ih, 0), n * row_bytes_);
-    std::memcpy(data.p + at[ih] + cap[ih] * row_bytes_, value_row(l, ih, 0), n * row_bytes_);
+    const size_t bytes = from.pos[ih].size() * row_bytes_;
+    if (bytes == 0) continue;
+    std::memcpy(key_row(to, ih, 0), key_row(from, ih, 0), bytes);
+    std::memcpy(value_row(to, ih, 0), value_row(from, ih, 0), bytes);
   }
-  l.data = std::move(data);
-  l.cap = cap;
-  l.at = std::move(at);
+}
+
+void KvCache::reserve(Layer& l, const std::vector<size_t>& cap) const {
+  Layer moved = layout(cap);
+  copy_entries(l, moved);
+  moved.pos = std::move(l.pos);
+  l = std::move(moved);
 }
 
 void KvCache::store_row(const float* src, uint8_t* dst) const {
@@ -160,17 +166,9 @@ size_t KvCache::allocated_bytes() const {
   return b;
 }
 
-KvCache::Layer KvCache::empty_layer() const {
-  Layer l;
-  l.cap.assign(static_cast<size_t>(n_head_), 0);
-  l.at.assign(static_cast<size_t>(n_head_), 0);
-  l.pos.resize(static_cast<size_t>(n_head_));
-  return l;
-}
-
 void KvCache::clear() {
   layers_.clear();
-  for (int il = 0; il < n_layer_; ++il) layers_.push_back(empty_layer());
+  for (int il = 0; il < n_layer_; ++il) layers_.push_back(layout(std::vector<size_t>(n_head_, 0)));
 }
 
 }  // namespace snapkv

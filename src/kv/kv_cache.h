@@ -78,9 +78,12 @@ class KvCache final : public KvStore {
     std::vector<size_t> cap, at;            // [n_head]
     std::vector<std::vector<int32_t>> pos;  // [n_head][entries]
   };
-  Layer empty_layer() const;
+  // An empty layer with room for cap[h] entries per head.
+  Layer layout(const std::vector<size_t>& cap) const;
   uint8_t* key_row(const Layer& l, int ih, size_t j) const { return l.data.p + l.at[ih] + j * row_bytes_; }
   uint8_t* value_row(const Layer& l, int ih, size_t j) const { return key_row(l, ih, l.cap[ih] + j); }
+  // Copies each head's entries of `from` into `to`, which has room for them.
+  void copy_entries(const Layer& from, const Layer& to) const;
   // Moves layer l's entries into a buffer with room for cap[h] entries per head (each >= its count).
   void reserve(Layer& l, const std::vector<size_t>& cap) const;
   void store_row(const float* src, uint8_t* dst) const;
