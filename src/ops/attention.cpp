@@ -808,8 +808,13 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   }
   const size_t rows = static_cast<size_t>(n_group);
   std::vector<float> acc(items.size() * rows * d), m(items.size() * rows), l(items.size() * rows);
+  // Each thread takes a contiguous run of the items: a head's consecutive ranges are adjacent in
+  // memory, so a thread's K and V streams, and their prefetch past the end of a range, run on into
+  // its next one. Every nth item instead: whole decode steps after 7,680 tokens 1.10x as long in the
+  // Zen 4 VM's far phases (8.48 against 7.72 ms, 500 token-paired steps), 1.02x after 1,024 in near ones.
   pool.run([&](int ith, int nth) {
-    for (size_t w = ith; w < items.size(); w += nth) {
+    const size_t w0 = items.size() * ith / nth, w1 = items.size() * (ith + 1) / nth;
+    for (size_t w = w0; w < w1; ++w) {
       const Item& it = items[w];
       HWY_DYNAMIC_DISPATCH(AttendRange)(q + (static_cast<size_t>(it.b) * n_head + it.hk * n_group) * d, n_group, d,
                                         kv[it.b][it.hk], it.k0, it.k1, q_pos[it.b], acc.data() + w * rows * d,
