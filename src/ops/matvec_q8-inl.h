@@ -184,7 +184,7 @@ template <GgmlType kType, int T, int kBits>
 static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
   using Code = std::conditional_t<kBits == 16, int16_t, int8_t>;
   constexpr int64_t kGroupBlock = 8 * q8_block::bytes(kType);
-  constexpr int64_t kCodesAt = kType == GgmlType::Q4_1 ? 32 : 16;  // after the scales (and mins)
+  constexpr int64_t kCodesAt = 8 * q8_block::codes_at(kType);  // after the 8 rows' scales (and mins)
   const int64_t nb = w.n_in / kQ8Block;
   const __m256i low4 = kBits == 16 ? _mm256_set1_epi16(0x0F) : _mm256_set1_epi8(0x0F);
   const size_t group_bytes = 8 * w.row_bytes;
