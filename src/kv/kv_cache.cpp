@@ -84,22 +84,21 @@ void KvCache::store_row(const float* src, uint8_t* dst) const {
 void KvCache::append(int il, int64_t n_tok, const float* k, const float* v, const int32_t* pos) {
   const int64_t d = head_dim_;
   Layer& l = layers_[il];
-  std::vector<size_t> cap = l.cap;
-  bool grow = false;
+  std::vector<size_t> cap;  // stays empty (no allocation) unless a head must grow
   for (int ih = 0; ih < n_head_; ++ih) {
     const std::vector<int32_t>& p = l.pos[ih];
     if (!p.empty() && n_tok > 0 && pos[0] <= p.back()) {
       fail(ErrorKind::kInternal, "KV cache: position {} appended after {}", pos[0], p.back());
     }
     const size_t n_new = p.size() + static_cast<size_t>(n_tok);
-    if (n_new > cap[ih]) {
+    if (n_new > l.cap[ih]) {
       // Geometric growth by 1.25 (amortized O(1)) with less slack than doubling: after a
       // compression the cache holds C entries, and decoding should not reserve another C.
-      cap[ih] = std::max(n_new, cap[ih] + cap[ih] / 4 + 64);
-      grow = true;
+      if (cap.empty()) cap = l.cap;
+      cap[ih] = std::max(n_new, l.cap[ih] + l.cap[ih] / 4 + 64);
     }
   }
-  if (grow) reserve(l, cap);
+  if (!cap.empty()) reserve(l, cap);
   for (int ih = 0; ih < n_head_; ++ih) {
     const size_t n = l.pos[ih].size();
     const int src_head = ih / replicate_;
