@@ -28,6 +28,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "ops/dequant-inl.h"
 #include "ops/fp16.h"
+#include "ops/transpose-inl.h"
 
 #ifndef SNAPKV_OPS_ATTENTION_CONSTANTS_
 #define SNAPKV_OPS_ATTENTION_CONSTANTS_
@@ -85,55 +86,23 @@ const float* BlockF32(KvType type, const void* base, int64_t j0, int nb, int d, 
   return buf;
 }
 
-#if HWY_TARGET <= HWY_AVX3
-// dst[b * ld_dst + a] = src[a * ld_src + b] for a 16 x 16 tile, in registers: interleave pairs of
-// rows, then pairs of pairs, which leaves each 128-bit block holding 4 rows of one column; two
-// rounds of 128-bit block shuffles gather each column's four blocks. 64 shuffles where scalar
-// copies take 256 loads and 256 stores (the scalar transpose was 28 % of prefill attention).
-HWY_INLINE void Transpose16x16(const float* src, size_t ld_src, float* dst, size_t ld_dst) {
-  __m512 r[16], t[16];
-  for (int a = 0; a < 16; ++a) r[a] = _mm512_loadu_ps(src + a * ld_src);
-  for (int k = 0; k < 16; k += 2) {
-    t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
-    t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
-  }
-  // u[4m + c]: in 128-bit block L, column 4L + c of rows 4m..4m+3.
-  for (int m = 0; m < 4; ++m) {
-    const __m512d lo = _mm512_castps_pd(t[4 * m]), hi = _mm512_castps_pd(t[4 * m + 1]);
-    const __m512d lo2 = _mm512_castps_pd(t[4 * m + 2]), hi2 = _mm512_castps_pd(t[4 * m + 3]);
-    r[4 * m + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, lo2));
-    r[4 * m + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, lo2));
-    r[4 * m + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi, hi2));
-    r[4 * m + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi, hi2));
-  }
-  // Column 4L + c is block L of u[c], u[4 + c], u[8 + c], u[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    const __m512 x0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), x1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
-    const __m512 x2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-    const __m512 x3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-    _mm512_storeu_ps(dst + (0 + c) * ld_dst, _mm512_shuffle_f32x4(x0, x2, 0x88));
-    _mm512_storeu_ps(dst + (4 + c) * ld_dst, _mm512_shuffle_f32x4(x1, x3, 0x88));
-    _mm512_storeu_ps(dst + (8 + c) * ld_dst, _mm512_shuffle_f32x4(x0, x2, 0xdd));
-    _mm512_storeu_ps(dst + (12 + c) * ld_dst, _mm512_shuffle_f32x4(x1, x3, 0xdd));
-  }
-}
-#endif
-
 // KT [d][kKeyBlock] = transpose of the nb keys kb [nb][d], zero past nb.
 void TransposeBlock(const float* kb, int nb, int d, float* kt) {
 #if HWY_TARGET <= HWY_AVX3
-  if (nb == kKeyBlock && d % 16 == 0) {
-    for (int j = 0; j < kKeyBlock; j += 16) {
-      for (int i = 0; i < d; i += 16) Transpose16x16(kb + static_cast<size_t>(j) * d + i, d, kt + static_cast<size_t>(i) * kKeyBlock + j, kKeyBlock);
+  for (int j = 0; j < kKeyBlock; j += 16) {
+    const int rows = std::clamp(nb - j, 0, 16);
+    for (int i = 0; i < d; i += 16) {
+      Transpose16x16(rows > 0 ? kb + static_cast<size_t>(j) * d + i : kb, d, rows, std::min(16, d - i),
+                     kt + static_cast<size_t>(i) * kKeyBlock + j, kKeyBlock, 16);
     }
-    return;
   }
-#endif
+#else
   if (nb < kKeyBlock) std::fill(kt, kt + static_cast<size_t>(d) * kKeyBlock, 0.0f);
   for (int i = 0; i < d; ++i) {
     float* row = kt + static_cast<size_t>(i) * kKeyBlock;
     for (int j = 0; j < nb; ++j) row[j] = kb[static_cast<size_t>(j) * d + i];
   }
+#endif
 }
 
 float Dot(const float* a, const float* b, int d) {

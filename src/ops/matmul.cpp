@@ -26,6 +26,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/dequant-inl.h"
+#include "ops/transpose-inl.h"
 
 #ifndef SNAPKV_OPS_MATMUL_SCRATCH_
 #define SNAPKV_OPS_MATMUL_SCRATCH_
@@ -248,6 +249,16 @@ void PackTokens(const float* x, int64_t n_in, int64_t t0, int64_t n_tok, float* 
                 int64_t tb0, int64_t tb1) {
   for (int64_t tb = tb0; tb < tb1; ++tb) {
     float* dst_block = xt + tb * n_in * static_cast<int64_t>(kNT);
+#if HWY_TARGET <= HWY_AVX3
+    for (size_t i = 0; i < kNT; i += 16) {  // 16 tokens x 16 columns at a time
+      const int64_t t = t0 + tb * static_cast<int64_t>(kNT) + static_cast<int64_t>(i);
+      const int rows = static_cast<int>(std::clamp<int64_t>(n_tok - t, 0, 16));
+      for (int64_t k = 0; k < n_in; k += 16) {
+        Transpose16x16(rows > 0 ? x + t * n_in + k : x, static_cast<size_t>(n_in), rows,
+                       static_cast<int>(std::min<int64_t>(16, n_in - k)), dst_block + k * kNT + i, kNT, 16);
+      }
+    }
+#else
     for (size_t i = 0; i < kNT; ++i) {
       const int64_t t = t0 + tb * static_cast<int64_t>(kNT) + static_cast<int64_t>(i);
       float* dst = dst_block + i;
@@ -258,6 +269,7 @@ void PackTokens(const float* x, int64_t n_in, int64_t t0, int64_t n_tok, float* 
         for (int64_t k = 0; k < n_in; ++k) dst[k * kNT] = 0.0f;
       }
     }
+#endif
   }
 }
 
@@ -300,33 +312,59 @@ void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
         }
       }
     }
+#if HWY_TARGET <= HWY_AVX3
+    for (int64_t t = 0; t < n_chunk; t += 16) {  // 16 rows x 16 tokens at a time
+      const int tokens = static_cast<int>(std::min<int64_t>(16, n_chunk - t));
+      for (int64_t r = 0; r < nr; r += 16) {
+        const int rows = static_cast<int>(std::min<int64_t>(16, nr - r));
+        Transpose16x16(ytile + r * static_cast<int64_t>(ldy) + t, ldy, rows, tokens,
+                       y + (t0 + t) * w.n_out + rt + r, static_cast<size_t>(w.n_out), rows);
+      }
+    }
+#else
     for (int64_t t = 0; t < n_chunk; ++t) {
       float* yrow = y + (t0 + t) * w.n_out + rt;
       for (int64_t r = 0; r < nr; ++r) yrow[r] = ytile[r * static_cast<int64_t>(ldy) + t];
     }
+#endif
   }
 }
 
-template <class D>
-void GemmTyped(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {
-  const int64_t work = w.n_out * w.n_in * n_tok;
+// Prefill of matrices that share their input x: each chunk of tokens is packed once, and the row
+// tiles of every matrix are claimed from one list, so that small matrices (K and V) share the
+// threads' meetings with the large ones.
+void GemmMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
+  const int64_t n_in = jobs[0].w->n_in;
+  // Row tiles claimed a pair at a time (ThreadPool::for_each_item): a thread the OS holds up
+  // does not hold up the matmul.
+  const int64_t rows_per_item = 2 * kRowTile;
+  int64_t work = 0, n_items = 0;
+  std::vector<int64_t> first_item(n_jobs + 1);  // job j's items: [first_item[j], first_item[j + 1])
+  for (size_t j = 0; j < n_jobs; ++j) {
+    work += jobs[j].w->n_out * n_in * n_tok;
+    first_item[j] = n_items;
+    n_items += (jobs[j].w->n_out + rows_per_item - 1) / rows_per_item;
+  }
+  first_item[n_jobs] = n_items;
   // Tokens in chunks of about kTokChunk, each padded to whole blocks of kNT.
   const int64_t n_chunks = (n_tok + kTokChunk - 1) / kTokChunk;
   const int64_t per_chunk = (n_tok + n_chunks - 1) / n_chunks;
   const int64_t tb_per_chunk = (per_chunk + static_cast<int64_t>(kNT) - 1) / static_cast<int64_t>(kNT);
-  float* xt = matmul_detail::scratch(2, static_cast<size_t>(tb_per_chunk * w.n_in) * kNT);
+  float* xt = matmul_detail::scratch(2, static_cast<size_t>(tb_per_chunk * n_in) * kNT);
   for (int64_t t0 = 0; t0 < n_tok; t0 += tb_per_chunk * static_cast<int64_t>(kNT)) {
     const int64_t n_chunk = std::min(tb_per_chunk * static_cast<int64_t>(kNT), n_tok - t0);
     const int64_t n_tb = (n_chunk + static_cast<int64_t>(kNT) - 1) / static_cast<int64_t>(kNT);
-    run_split(pool, n_tb * w.n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
-      PackTokens(x, w.n_in, t0, n_tok, xt, n_tb * ith / nth, n_tb * (ith + 1) / nth);
+    run_split(pool, n_tb * n_in * static_cast<int64_t>(kNT), [&](int ith, int nth) {
+      PackTokens(x, n_in, t0, n_tok, xt, n_tb * ith / nth, n_tb * (ith + 1) / nth);
     });
-    // Row tiles claimed a pair at a time (ThreadPool::for_each_item): a thread the OS holds up
-    // does not hold up the matmul.
-    const int64_t rows_per_item = 2 * kRowTile;
-    const int64_t n_items = (w.n_out + rows_per_item - 1) / rows_per_item;
     const auto item = [&](int64_t i) {
-      GemmRows<D>(w, xt, n_tb, t0, n_chunk, y, i * rows_per_item, std::min(w.n_out, (i + 1) * rows_per_item));
+      size_t j = 0;
+      while (i >= first_item[j + 1]) ++j;
+      const WeightMatrix& w = *jobs[j].w;
+      const int64_t r0 = (i - first_item[j]) * rows_per_item;
+      dq::WithDecoder(w.type, [&](auto dec) HWY_ATTR {
+        GemmRows<decltype(dec)>(w, xt, n_tb, t0, n_chunk, jobs[j].y, r0, std::min(w.n_out, r0 + rows_per_item));
+      });
     };
     if (runs_inline(pool, work)) {
       for (int64_t i = 0; i < n_items; ++i) item(i);
@@ -357,11 +395,7 @@ void GemvMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_to
 
 void MatmulManyT(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
   if (n_tok <= kMatmulDecodeMaxTokens) return GemvMany(jobs, n_jobs, x, n_tok, pool);
-  for (size_t j = 0; j < n_jobs; ++j) {
-    dq::WithDecoder(jobs[j].w->type, [&](auto dec) HWY_ATTR {
-      GemmTyped<decltype(dec)>(*jobs[j].w, x, n_tok, jobs[j].y, pool);
-    });
-  }
+  GemmMany(jobs, n_jobs, x, n_tok, pool);
 }
 
 void GetRowT(const WeightMatrix& w, const uint8_t* row, float* dst) {
