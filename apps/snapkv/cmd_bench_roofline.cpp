@@ -16,9 +16,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
+#include <string_view>
 #include <thread>
 
 #include "bench_util.h"
@@ -63,34 +65,63 @@ struct WeightsView {
   size_t decode_bytes = 0;             // read once per decode step (every tensor; the embedding
                                        // table only when it doubles as the output head)
   double block_params = 0;             // multiply-adds per token in all layers' matrices
-  std::vector<WeightMatrix> layer0;    // one layer's matrices, for the matmul rows
+  // One layer's matrices, for the matmul rows, grouped as the forward pass multiplies them: Q, K
+  // and V in one matmul_many, gate and up in another, the output and down projections alone.
+  std::vector<std::vector<WeightMatrix>> layer0;
 };
+
+// The group of blk.0's matrix `name` (the GGUF tensor name without "blk.0."): matrices of one
+// group read the same input.
+std::string input_group(std::string_view name) {
+  for (std::string_view p : {"attn_q.", "attn_k.", "attn_v."}) {
+    if (name.starts_with(p)) return "attn_qkv";
+  }
+  for (std::string_view p : {"ffn_gate.", "ffn_up."}) {
+    if (name.starts_with(p)) return "ffn_gate_up";
+  }
+  return std::string(name);
+}
 
 WeightsView weights_view(const GgufFile& file) {
   WeightsView w;
   const bool tied = file.find_tensor("output.weight") == nullptr;
+  std::map<std::string, std::vector<WeightMatrix>> groups;
   for (const GgufTensor& t : file.tensors()) {
     if (t.name != "token_embd.weight" || tied) w.decode_bytes += t.n_bytes;
     if (t.n_dims != 2 || !t.name.starts_with("blk.")) continue;
     w.block_params += static_cast<double>(t.n_elements());
-    if (t.name.starts_with("blk.0.")) w.layer0.push_back(make_weight_matrix(t.type, t.data, t.ne[0], t.ne[1]));
+    if (t.name.starts_with("blk.0.")) groups[input_group(std::string_view(t.name).substr(6))].push_back(
+        make_weight_matrix(t.type, t.data, t.ne[0], t.ne[1]));
   }
+  for (auto& [name, group] : groups) w.layer0.push_back(std::move(group));
   if (w.layer0.empty()) fail(ErrorKind::kUnsupported, "{}: no blk.0.* weight matrices", file.path());
   return w;
 }
 
-// Seconds for one pass of x (chunk tokens) through every matrix of the layer; median of reps.
+// Seconds for one pass of x (chunk tokens) through every matrix of the layer, a matmul_many per
+// group; median of reps.
 double layer_matmul_seconds(const WeightsView& w, int chunk, int reps, ThreadPool& pool) {
   int64_t widest = 0;
-  for (const WeightMatrix& m : w.layer0) widest = std::max({widest, m.n_in, m.n_out});
-  std::vector<float> x(static_cast<size_t>(chunk * widest)), y(x.size());
+  for (const auto& group : w.layer0) {
+    for (const WeightMatrix& m : group) widest = std::max(widest, m.n_in);
+  }
+  std::vector<float> x(static_cast<size_t>(chunk * widest));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   for (float& v : x) v = u(rng);
+  std::vector<std::vector<float>> ys;
+  std::vector<std::vector<MatmulJob>> jobs;
+  for (const auto& group : w.layer0) {
+    jobs.emplace_back();
+    for (const WeightMatrix& m : group) {
+      ys.emplace_back(static_cast<size_t>(chunk * m.n_out));
+      jobs.back().push_back({&m, ys.back().data()});
+    }
+  }
   std::vector<double> times;
   for (int r = 0; r <= reps; ++r) {  // the first pass warms up and is not counted
     Timer t;
-    for (const WeightMatrix& m : w.layer0) matmul(m, x.data(), chunk, y.data(), pool);
+    for (const auto& group : jobs) matmul_many(group, x.data(), chunk, pool);
     if (r > 0) times.push_back(t.seconds());
   }
   return median(times);
@@ -98,7 +129,9 @@ double layer_matmul_seconds(const WeightsView& w, int chunk, int reps, ThreadPoo
 
 double layer_matmul_flops(const WeightsView& w, int chunk) {
   double params = 0;
-  for (const WeightMatrix& m : w.layer0) params += static_cast<double>(m.n_in * m.n_out);
+  for (const auto& group : w.layer0) {
+    for (const WeightMatrix& m : group) params += static_cast<double>(m.n_in * m.n_out);
+  }
   return 2 * params * chunk;
 }
 
