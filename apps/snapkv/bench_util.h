@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv::cli {
 

@@ -11,9 +11,9 @@
 #include "bench_util.h"
 #include "commands.h"
 #include "engine/sampler.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "model/model.h"
@@ -42,13 +42,13 @@ struct Sample {
 };
 
 // One measurement, run in the calling (child) process.
-Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
+Sample measure(const BenchOptions& o, const SequenceOptions& so, int length) {
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tok = Tokenizer::from_gguf(*file);
   const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
   ThreadPool pool(o.threads);
-  Session s(*model, length + o.n_decode + 1, pool, so);
+  Sequence s(*model, length + o.n_decode + 1, pool, so);
   Sample r;
   Timer t;
   s.prefill(ids);
@@ -64,7 +64,7 @@ Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
   return r;
 }
 
-Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int length) {
+Sample measure_in_child(const BenchOptions& o, const SequenceOptions& so, int length) {
   std::istringstream in(run_in_child([&] {
     const Sample r = measure(o, so, length);
     return fmt::format("{} {} {} {}", r.prefill_s, r.decode_ms, r.kv_bytes, r.peak_rss);
@@ -76,9 +76,9 @@ Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int len
 
 int bench_compress(const BenchOptions& o) {
   if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
-  SessionOptions press = o.kv.session_options();
+  SequenceOptions press = o.kv.session_options();
   if (!press.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
-  SessionOptions full = press;
+  SequenceOptions full = press;
   full.press = PressConfig{};
   fmt::print("# bench compress: full cache vs {}, KV {}, {} threads, {} decoded tokens, median of {}\n\n",
              press.press.describe(), kv_type_name(press.kv_type), o.threads, o.n_decode, o.reps);

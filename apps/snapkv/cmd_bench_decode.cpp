@@ -28,9 +28,9 @@
 #include "bench_util.h"
 #include "commands.h"
 #include "engine/sampler.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "model/model.h"
 #include "model_options.h"
 #include "svg_chart.h"
@@ -74,12 +74,12 @@ struct Sample {
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   ThreadPool pool(o.threads);
   const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
-  SessionOptions so;
+  SequenceOptions so;
   if (c.capacity > 0) so.press.press = "snapkv", so.press.capacity = c.capacity;
-  Session prompt(*model, n_ctx, pool, so);
+  Sequence prompt(*model, n_ctx, pool, so);
   Sample r;
   Timer t;
   prompt.prefill(ids);
@@ -87,10 +87,10 @@ Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std
   r.peak_rss = static_cast<double>(peak_rss_bytes());
   r.kv_bytes = static_cast<double>(prompt.kv().bytes());
   for (int b : o.batches) {
-    std::vector<std::unique_ptr<Session>> seqs;
-    std::vector<Session*> ptrs;
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    std::vector<Sequence*> ptrs;
     for (int i = 0; i < b; ++i) {
-      seqs.push_back(std::make_unique<Session>(*model, n_ctx, pool, SessionOptions{so.kv_type, {}}));
+      seqs.push_back(std::make_unique<Sequence>(*model, n_ctx, pool, SequenceOptions{so.kv_type, {}}));
       seqs.back()->adopt(prompt.kv(), prompt.tokens(), prompt.logits());
       ptrs.push_back(seqs.back().get());
     }
@@ -98,7 +98,7 @@ Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std
     double spent = 0;
     for (int step = 0; step <= o.n_decode; ++step) {  // step 0 untimed: the copies' first append grows them
       t.reset();
-      Session::decode_batch(ptrs, next);
+      Sequence::decode_batch(ptrs, next);
       if (step > 0) spent += t.seconds();
       for (size_t i = 0; i < ptrs.size(); ++i) next[i] = greedy_token(ptrs[i]->logits());
     }
@@ -183,7 +183,7 @@ int bench_decode(const DecodeBenchOptions& o) {
   // would count in every child's peak RSS (a model read in whole added its size to each).
   const auto file = GgufFile::open(o.model, GgufFile::Memory::kMapped);
   const auto tok = Tokenizer::from_gguf(*file);
-  const int n_ctx_train = load_model(*file)->hparams().n_ctx_train;
+  const int n_ctx_train = load_decoder(*file)->hparams().n_ctx_train;
   const std::vector<int> lengths = o.lengths.empty() ? default_lengths(n_ctx_train, o.n_decode) : o.lengths;
   if (lengths.empty()) fail(ErrorKind::kInvalidArgument, "-n {}: no prompt fits the model's context of {}", o.n_decode, n_ctx_train);
   for (int l : lengths) {

@@ -26,10 +26,10 @@
 #include "bench_util.h"
 #include "commands.h"
 #include "engine/sampler.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "hwy/targets.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model/model.h"
 #include "model_options.h"
@@ -161,14 +161,14 @@ double round_trip_or_zero(ThreadPool& pool) { return pool.size() < 2 ? 0.0 : thr
 // each alike: each model's median ms per token. The read of the bandwidth buffer before a run
 // evicts the caches and the TLB a decode loop keeps warm from token to token, so each model first
 // decodes one untimed token.
-DecodeRuns decode_after(const std::vector<const Model*>& models, const std::vector<int32_t>& prompt,
-                        const SessionOptions& so, const RooflineOptions& o, std::span<const float> bandwidth_buffer,
+DecodeRuns decode_after(const std::vector<const Decoder*>& models, const std::vector<int32_t>& prompt,
+                        const SequenceOptions& so, const RooflineOptions& o, std::span<const float> bandwidth_buffer,
                         ThreadPool& pool) {
-  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Sequence>> sessions;
   DecodeRuns d{std::vector<Decoded>(models.size()), {}, {}};
   for (size_t m = 0; m < models.size(); ++m) {
     const int capacity = static_cast<int>(prompt.size()) + (o.n_decode + 1) * o.reps + 1;
-    sessions.push_back(std::make_unique<Session>(*models[m], capacity, pool, so));
+    sessions.push_back(std::make_unique<Sequence>(*models[m], capacity, pool, so));
     sessions[m]->prefill(prompt);
     d.models[m].kv_bytes = static_cast<double>(sessions[m]->kv().bytes());
   }
@@ -205,18 +205,18 @@ int bench_roofline(const RooflineOptions& o) {
     fail(ErrorKind::kInvalidArgument, "--reps, -n, -t, --chunk, --prefill and --long must be >= 1");
   }
   if (!(o.bandwidth_mib >= 64)) fail(ErrorKind::kInvalidArgument, "--bandwidth-mib must be at least 64");
-  const SessionOptions pressed = o.kv.session_options();
+  const SequenceOptions pressed = o.kv.session_options();
   if (!pressed.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
-  SessionOptions full = pressed;
+  SequenceOptions full = pressed;
   full.press = PressConfig{};
   // Two models from one file read the file's rows alike only when it is in memory.
   const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? o.model_flags.file_memory()
                                                                           : GgufFile::Memory::kHugePages);
-  const auto model = load_model(*file, o.model_flags.model_options());
-  std::vector<const Model*> models{model.get()};
-  std::unique_ptr<Model> versus;
+  const auto model = load_decoder(*file, o.model_flags.model_options());
+  std::vector<const Decoder*> models{model.get()};
+  std::unique_ptr<Decoder> versus;
   if (!o.versus_activations.empty()) {
-    versus = load_model(*file, ModelFlags{o.versus_activations}.model_options());
+    versus = load_decoder(*file, ModelFlags{o.versus_activations}.model_options());
     models.push_back(versus.get());
   }
   const auto tok = Tokenizer::from_gguf(*file);
@@ -268,7 +268,7 @@ int bench_roofline(const RooflineOptions& o) {
   const std::vector<int32_t> prefill_ids(long_ids.begin(), long_ids.begin() + std::min(o.prefill, o.long_prompt));
   std::vector<double> prefill_s;
   for (int r = 0; r < o.reps; ++r) {
-    Session s(*model, static_cast<int>(prefill_ids.size()) + 1, pool, full);
+    Sequence s(*model, static_cast<int>(prefill_ids.size()) + 1, pool, full);
     Timer t;
     s.prefill(prefill_ids);
     prefill_s.push_back(t.seconds());
@@ -288,7 +288,7 @@ int bench_roofline(const RooflineOptions& o) {
   struct Row {
     std::string name;
     const std::vector<int32_t>* prompt;
-    SessionOptions so;
+    SequenceOptions so;
   };
   const Row rows[] = {Row{"decode after 16 tokens", &short_ids, full},
                       Row{fmt::format("decode after {} tokens, full cache", o.long_prompt), &long_ids, full},

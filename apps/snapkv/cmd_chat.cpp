@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "commands.h"
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "engine/generate.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "model/model.h"
@@ -42,9 +42,9 @@ int chat(const ChatOptions& o) {
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const int n_ctx = o.ctx > 0 ? o.ctx : model->hparams().n_ctx_train;
   if (n_ctx > model->hparams().n_ctx_train) {
@@ -54,7 +54,7 @@ int chat(const ChatOptions& o) {
   if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
 
   ThreadPool pool(o.threads);
-  Session session(*model, n_ctx, pool, so);
+  Sequence session(*model, n_ctx, pool, so);
   fmt::print(stderr, "chat with {} | KV cache: {}, {} | one message per line, /exit or end of input to stop\n",
              model->hparams().name, kv_type_name(so.kv_type), so.press.describe());
   std::vector<ChatMessage> messages;

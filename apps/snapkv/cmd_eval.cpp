@@ -19,7 +19,7 @@
 #include "eval/fidelity.h"
 #include "eval/suite.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model/model.h"
 #include "text_file.h"
@@ -133,7 +133,7 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   params.capacities = o.capacities;
   params.presses = o.presses;
   params.n_eval = o.n_eval;
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
   params.kv_type = so.kv_type;
   params.base = so.press;
   // Flag errors first, before anything is loaded; the context check needs the model.
@@ -151,7 +151,7 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   size_t n_files = 0;
   const std::string text = read_paul_graham_essays(o.data, &n_files);
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {

@@ -20,9 +20,9 @@
 #include <span>
 
 #include "commands.h"
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "engine/sampler.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "eval/eval_prompt.h"
 #include "eval/fidelity.h"
 #include "eval/recorded_prefill.h"
@@ -31,7 +31,7 @@
 #include "eval_options.h"
 #include "eval_report.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv/press.h"
 #include "kv_options.h"
 #include "model/model.h"
@@ -77,7 +77,7 @@ void check_flags(const SuiteOptions& o) {
   fp.n_eval = 1;
   fp.presses = o.presses;
   fp.capacities = o.capacities;
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
   fp.kv_type = so.kv_type;
   fp.base = so.press;
   if (const std::string err = fp.validate(); !err.empty()) bad(err);
@@ -118,7 +118,7 @@ Done read_done(const fs::path& path, const std::string& placement) {
 // once for all of them): each stops at an end-of-generation token, after max_tokens, or
 // (stop_at_newline) at a newline once its answer has text. Returns the answers without
 // surrounding whitespace.
-std::vector<std::string> answer_greedily(std::span<Session* const> sessions, const Tokenizer& tokenizer,
+std::vector<std::string> answer_greedily(std::span<Sequence* const> sessions, const Tokenizer& tokenizer,
                                          const EvalCase& c) {
   std::vector<std::vector<int32_t>> out(sessions.size());
   std::vector<std::string> text(sessions.size());
@@ -126,7 +126,7 @@ std::vector<std::string> answer_greedily(std::span<Session* const> sessions, con
   std::iota(active.begin(), active.end(), size_t{0});
   for (int i = 0; i < c.max_tokens && !active.empty(); ++i) {
     std::vector<size_t> going;
-    std::vector<Session*> batch;
+    std::vector<Sequence*> batch;
     std::vector<int32_t> next;
     for (const size_t k : active) {
       const int32_t tok = greedy_token(sessions[k]->logits());
@@ -141,7 +141,7 @@ std::vector<std::string> answer_greedily(std::span<Session* const> sessions, con
       batch.push_back(sessions[k]);
       next.push_back(tok);
     }
-    if (i + 1 < c.max_tokens) Session::decode_batch(batch, next);
+    if (i + 1 < c.max_tokens) Sequence::decode_batch(batch, next);
     active = std::move(going);
   }
   for (std::string& t : text) {
@@ -163,11 +163,11 @@ int run_suite_cmd(const SuiteOptions& o) {
   if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write {}.jsonl there (--out)", o.out, o.suite);
 
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   const ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
 
   SuiteParams sp;
   sp.data = o.data;
@@ -222,7 +222,7 @@ int run_suite_cmd(const SuiteOptions& o) {
              cells_total, cells_total - cells_todo, jsonl_path.string());
 
   ThreadPool pool(o.threads);
-  SessionOptions full_opts;
+  SequenceOptions full_opts;
   full_opts.kv_type = so.kv_type;
   int cells_done = 0;
   Timer run_t;
@@ -304,7 +304,7 @@ int run_suite_cmd(const SuiteOptions& o) {
     struct Cell {
       std::string press;
       int capacity;
-      std::unique_ptr<Session> session;
+      std::unique_ptr<Sequence> session;
       double press_s;
       size_t kv_kept, kv_full;
     };
@@ -315,7 +315,7 @@ int run_suite_cmd(const SuiteOptions& o) {
         progress(fmt::format("{} {} C={}", c.id, p, cap));
         Timer st;
         const int n_ctx = static_cast<int>(prompt.ids.size()) + c.max_tokens;
-        auto session = std::make_unique<Session>(*model, n_ctx, pool, full_opts);
+        auto session = std::make_unique<Sequence>(*model, n_ctx, pool, full_opts);
         session->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap})), head, rec.last_logits());
         if (!tail.empty()) session->prefill(tail, {}, /*compress=*/false);
         const size_t kept = session->kv().bytes(), full = session->kv_full_bytes();
@@ -323,7 +323,7 @@ int run_suite_cmd(const SuiteOptions& o) {
       }
     }
     progress(fmt::format("{} answering ({} presses x capacities together)", c.id, todo_cells.size()));
-    std::vector<Session*> sessions;
+    std::vector<Sequence*> sessions;
     for (const Cell& cell : todo_cells) sessions.push_back(cell.session.get());
     Timer dt;
     const std::vector<std::string> answers = answer_greedily(sessions, *tokenizer, c);

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "commands.h"
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "io/gguf.h"
 #include "util/memory.h"
 

@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "commands.h"
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "engine/generate.h"
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "model/model.h"
@@ -53,7 +53,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 // -v: entries kept per layer by the last compression, over all KV heads.
-void print_kept(const Session& session) {
+void print_kept(const Sequence& session) {
   if (!session.compressor()) return;
   const std::vector<LayerKept>& kept = session.compressor()->kept();
   for (size_t il = 0; il < kept.size(); ++il) {
@@ -73,14 +73,14 @@ int run(const RunOptions& o) {
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
   if (o.question_agnostic && o.question.empty()) {
     fail(ErrorKind::kInvalidArgument, "--question-agnostic needs --question (the context is -p or -f)");
   }
 
   Timer load_timer;
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   const int n_ctx = o.ctx > 0 ? o.ctx : hp.n_ctx_train;
@@ -117,7 +117,7 @@ int run(const RunOptions& o) {
   if (o.show_prompt) fmt::print("{}", text);
 
   ThreadPool pool(o.threads);
-  Session session(*model, n_ctx, pool, so);
+  Sequence session(*model, n_ctx, pool, so);
   fmt::print(stderr, "KV cache: {}, {}\n", kv_type_name(so.kv_type), so.press.describe());
   // Progress on long prompts only; short ones finish before a line would be useful.
   std::function<void(int, int)> progress;

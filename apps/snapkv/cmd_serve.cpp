@@ -10,7 +10,7 @@
 #include "commands.h"
 #include "engine/scheduler.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "model/model.h"
@@ -39,7 +39,7 @@ int serve(ServeOptions& o) {
   if (o.http.port < 0 || o.http.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be between 0 and 65535");
   o.sched.kv_memory = parse_bytes(o.kv_memory);
   o.http.max_body = parse_bytes(o.max_body);
-  const SessionOptions so = o.kv.session_options();
+  const SequenceOptions so = o.kv.session_options();
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
@@ -55,7 +55,7 @@ int serve(ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_model(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, o.model_flags.model_options());
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (o.sched.n_ctx > hp.n_ctx_train) {

@@ -27,8 +27,8 @@ void add_kv_options(CLI::App& app, KvOptions& o) {
                  "during generation, re-compress a head once it holds capacity + N entries (0 = never)")->capture_default_str();
 }
 
-SessionOptions KvOptions::session_options() const {
-  SessionOptions s;
+SequenceOptions KvOptions::session_options() const {
+  SequenceOptions s;
   if (type == "f16") s.kv_type = KvType::kF16;
   else if (type == "bf16") s.kv_type = KvType::kBF16;
   else if (type == "f32") s.kv_type = KvType::kF32;

@@ -14,8 +14,8 @@ void add_model_flags(CLI::App& app, ModelFlags& o) {
       ->capture_default_str();
 }
 
-ModelOptions ModelFlags::model_options() const {
-  ModelOptions m;
+DecoderOptions ModelFlags::model_options() const {
+  DecoderOptions m;
   if (decode_activations == "f32") m.decode_activations = MatmulActivations::kF32;
   else if (decode_activations == "q8") m.decode_activations = MatmulActivations::kQ8;
   else if (decode_activations == "q16") m.decode_activations = MatmulActivations::kQ16;

@@ -1,4 +1,4 @@
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 
 #include <cctype>
 

@@ -12,7 +12,7 @@ std::string GenerateParams::validate() const {
   return sampling.validate();
 }
 
-GenerateStats generate(Session& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                        const GenerateParams& params, const TokenCallback& on_token,
                        const std::function<void(int, int)>& progress) {
   if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);

@@ -33,7 +33,7 @@ std::string SchedulerOptions::validate() const {
   return {};
 }
 
-Sequence::Update Sequence::next(std::chrono::milliseconds timeout) {
+Job::Update Job::next(std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
   cv_.wait_for(lk, timeout, [&] { return !text_.empty() || done_ || (started_ && !reported_start_); });
   Update u;
@@ -47,7 +47,7 @@ Sequence::Update Sequence::next(std::chrono::milliseconds timeout) {
   return u;
 }
 
-void Sequence::emit(std::string_view text) {
+void Job::emit(std::string_view text) {
   if (text.empty()) return;
   {
     std::lock_guard lk(mu_);
@@ -56,7 +56,7 @@ void Sequence::emit(std::string_view text) {
   cv_.notify_all();
 }
 
-void Sequence::set_started() {
+void Job::set_started() {
   {
     std::lock_guard lk(mu_);
     started_ = true;
@@ -64,7 +64,7 @@ void Sequence::set_started() {
   cv_.notify_all();
 }
 
-void Sequence::finish(FinishReason reason, std::string error) {
+void Job::finish(FinishReason reason, std::string error) {
   {
     std::lock_guard lk(mu_);
     done_ = true;
@@ -76,9 +76,9 @@ void Sequence::finish(FinishReason reason, std::string error) {
 
 // A sequence the loop thread is running.
 struct Scheduler::Running {
-  std::shared_ptr<Sequence> seq;
+  std::shared_ptr<Job> seq;
   SequenceRequest req;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Sequence> session;
   Sampler sampler;
   StopMatcher stops;
   Utf8Stream utf8;
@@ -86,9 +86,9 @@ struct Scheduler::Running {
   Timer timer;  // of the current phase
   bool decoding = false, done = false;
 
-  Running(const Model& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
+  Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
-        session(std::make_unique<Session>(model, n_ctx, pool, SessionOptions{kv_type, req.press})),
+        session(std::make_unique<Sequence>(model, n_ctx, pool, SequenceOptions{kv_type, req.press})),
         sampler(req.params.sampling), stops(req.stop) {
     stats.n_prompt = static_cast<int>(req.prompt.size());
     stats.kv_reserved = q.reserve;
@@ -96,7 +96,7 @@ struct Scheduler::Running {
   }
 };
 
-Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
+Scheduler::Scheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
     : model_(model), tokenizer_(tokenizer), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
@@ -121,7 +121,7 @@ size_t Scheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int
   return static_cast<size_t>(kv_entries_bound(press, h.n_layer, n_prompt, n_generate)) * stored * entry;
 }
 
-std::shared_ptr<Sequence> Scheduler::submit(SequenceRequest request, Rejection* rejected) {
+std::shared_ptr<Job> Scheduler::submit(SequenceRequest request, Rejection* rejected) {
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   if (n_prompt == 0) fail(ErrorKind::kInvalidArgument, "the prompt is empty");
   if (n_prompt >= n_ctx_) {
@@ -149,7 +149,7 @@ std::shared_ptr<Sequence> Scheduler::submit(SequenceRequest request, Rejection* 
     *rejected = {Rejection::kQueueFull, fmt::format("{} requests are already waiting", waiting - 1)};
     return nullptr;
   }
-  auto seq = std::make_shared<Sequence>();
+  auto seq = std::make_shared<Job>();
   queue_.push_back({std::move(request), seq, reserve, Clock::now()});
   metrics_.queued = waiting;
   cv_.notify_all();
@@ -260,7 +260,7 @@ void Scheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
 }
 
 void Scheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
-  std::vector<Session*> batch;
+  std::vector<Sequence*> batch;
   std::vector<int32_t> tokens;
   int64_t sampled = 0;
   for (auto& rp : running) {
@@ -288,7 +288,7 @@ void Scheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
     }
   }
   Timer t;
-  Session::decode_batch(batch, tokens);
+  Sequence::decode_batch(batch, tokens);
   std::lock_guard lk(mu_);
   metrics_.generated_tokens += sampled;
   if (!batch.empty()) {

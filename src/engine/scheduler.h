@@ -3,11 +3,11 @@
 // the model's thread pool and every running session:
 //   - admission: requests wait in a bounded FIFO queue until the KV memory they may need (their
 //     compressed size, kv_entries_bound) fits the budget beside the running ones;
-//   - prefill runs a piece at a time (Session::begin_prefill) in slices of a few tens of
+//   - prefill runs a piece at a time (Sequence::begin_prefill) in slices of a few tens of
 //     milliseconds, so a long prompt does not stall the sequences that are decoding; the
 //     prefilling sequences take turns, so requests that arrive together decode together;
 //   - each decode step samples one token for every decoding sequence and runs them through the
-//     model together (Session::decode_batch), so the weights are read once per step.
+//     model together (Sequence::decode_batch), so the weights are read once per step.
 // A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
 // context, its deadline or cancellation (a client that went away); its memory is freed at once.
 #include <atomic>
@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "engine/generate.h"
-#include "engine/session.h"
-#include "io/tokenizer.h"
+#include "engine/sequence.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 
@@ -62,7 +62,7 @@ struct SequenceStats {
 };
 
 // A submitted request as its client sees it. Thread-safe.
-class Sequence {
+class Job {
  public:
   struct Update {
     std::string text;    // new text since the last update
@@ -110,12 +110,12 @@ struct SchedulerMetrics {
 
 class Scheduler {
  public:
-  Scheduler(const Model& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options);
+  Scheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options);
   ~Scheduler();  // stop()
 
   // Queues a request, or returns why not (the sequence is then null). Throws Error for a request
   // that is invalid (bad press or sampling parameters, empty prompt, prompt over the context).
-  std::shared_ptr<Sequence> submit(SequenceRequest request, Rejection* rejected);
+  std::shared_ptr<Job> submit(SequenceRequest request, Rejection* rejected);
 
   // Stops admitting; queued requests end as cancelled, running ones stop after their current
   // step (cancelled) ... then the loop thread exits. Idempotent.
@@ -136,7 +136,7 @@ class Scheduler {
   // joined the queue and the loop admitted what it can at once (FIFO). mu_ held.
   int n_waiting_with(size_t reserve) const;
 
-  const Model& model_;
+  const Decoder& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions opt_;
   int n_ctx_;
@@ -147,7 +147,7 @@ class Scheduler {
   std::condition_variable cv_;
   struct Queued {
     SequenceRequest request;
-    std::shared_ptr<Sequence> seq;
+    std::shared_ptr<Job> seq;
     size_t reserve;
     Clock::time_point since;
   };

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "eval/suite.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 

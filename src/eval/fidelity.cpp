@@ -140,7 +140,7 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
   }
 }
 
-std::vector<FidelityCell> run_fidelity(const Model& model, std::span<const int32_t> tokens,
+std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const int32_t> tokens,
                                        const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress) {
   const ModelHparams& hp = model.hparams();

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "model/model.h"
 #include "snapkv/press.h"
 #include "util/thread_pool.h"
@@ -91,7 +91,7 @@ struct FidelityProgress {
 // Runs every cell, in the order L, then press, then capacity (one prefill per L). tokens must hold
 // at least params.tokens_needed() ids. Throws Error(kInvalidArgument) when params are invalid for
 // the model, Error(kOutOfRange) when tokens are too few.
-std::vector<FidelityCell> run_fidelity(const Model& model, std::span<const int32_t> tokens,
+std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const int32_t> tokens,
                                        const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress = {});
 

@@ -6,13 +6,13 @@
 
 namespace snapkv {
 
-RecordedPrefill::RecordedPrefill(const Model& model, KvType type, int64_t window, bool observed, ThreadPool& pool)
+RecordedPrefill::RecordedPrefill(const Decoder& model, KvType type, int64_t window, bool observed, ThreadPool& pool)
     : model_(&model),
       pool_(&pool),
       full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type),
       recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {}
 
-RecordedPrefill::RecordedPrefill(const Model& model, std::span<const int32_t> tokens, KvType type, int64_t window,
+RecordedPrefill::RecordedPrefill(const Decoder& model, std::span<const int32_t> tokens, KvType type, int64_t window,
                                  bool observed, ThreadPool& pool)
     : RecordedPrefill(model, type, window, observed, pool) {
   extend(tokens);

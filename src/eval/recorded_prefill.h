@@ -22,8 +22,8 @@ class RecordedPrefill {
  public:
   // Holds no tokens yet. window: the most queries any press will need; observed: record h2o's
   // column sums.
-  RecordedPrefill(const Model& model, KvType type, int64_t window, bool observed, ThreadPool& pool);
-  RecordedPrefill(const Model& model, std::span<const int32_t> tokens, KvType type, int64_t window,
+  RecordedPrefill(const Decoder& model, KvType type, int64_t window, bool observed, ThreadPool& pool);
+  RecordedPrefill(const Decoder& model, std::span<const int32_t> tokens, KvType type, int64_t window,
                   bool observed, ThreadPool& pool);
 
   // Prefills tokens after those held (at the next positions).
@@ -37,7 +37,7 @@ class RecordedPrefill {
   KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr) const;
 
  private:
-  const Model* model_;
+  const Decoder* model_;
   ThreadPool* pool_;
   KvCache full_;
   LayerRecorder recorder_;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 

@@ -1,6 +1,6 @@
 // Tokenizer: reading the vocabulary from GGUF, splitting text on special tokens, and the
 // parts of encode/decode shared by the BPE and SentencePiece backends.
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -47,7 +47,7 @@ class SpmBackend final : public Backend {
         s += c;
       }
     }
-    Session session(*this, s);
+    Sequence session(*this, s);
     session.run(out);
   }
 
@@ -125,9 +125,9 @@ class SpmBackend final : public Backend {
 
   // The state of one encode: symbols over the escaped text, the merge agenda and the record
   // of which halves built each piece.
-  class Session {
+  class Sequence {
    public:
-    Session(const SpmBackend& b, std::string_view s) : b_(b), s_(s) {}
+    Sequence(const SpmBackend& b, std::string_view s) : b_(b), s_(s) {}
 
     void run(std::vector<int32_t>& out) {
       for (size_t i = 0; i < s_.size();) {

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 class GgufFile;

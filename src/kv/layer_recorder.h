@@ -13,10 +13,6 @@
 namespace snapkv {
 
 // Entries of one layer over all its heads before and after its last compression.
-struct LayerKept {
-  int64_t kept = 0, total = 0;
-};
-
 class LayerRecorder final : public LayerObserver {
  public:
   LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool);

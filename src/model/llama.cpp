@@ -47,9 +47,9 @@ struct Layer {
   WeightMatrix w_gate, w_up, w_down;        // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
-class Llama final : public Model {
+class Llama final : public Decoder {
  public:
-  Llama(const GgufFile& f, const ModelOptions& options);
+  Llama(const GgufFile& f, const DecoderOptions& options);
   size_t weight_bytes() const override { return weight_bytes_; }
   std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              KvStore& kv, LogitsMode mode, std::vector<float>& logits,
@@ -160,7 +160,7 @@ std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name
   return out;
 }
 
-Llama::Llama(const GgufFile& f, const ModelOptions& options) {
+Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   opts_ = options;
   ModelHparams& h = hp_;
   h.arch = std::string(f.get_string("general.architecture"));
@@ -369,7 +369,7 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
 
 }  // namespace
 
-std::unique_ptr<Model> make_llama(const GgufFile& file, const ModelOptions& options) {
+std::unique_ptr<Decoder> make_llama(const GgufFile& file, const DecoderOptions& options) {
   return std::make_unique<Llama>(file, options);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // An architecture is a forward pass over ops with weights viewed in place from a GGUF file.
-// New architectures implement Model in one file and add one line to the registry (registry.cpp).
+// New architectures implement Decoder in one file and add one line to the registry (registry.cpp).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,7 +33,7 @@ struct ModelHparams {
 enum class LogitsMode { kNone, kLast, kAll };
 
 // Choices made when a model is loaded.
-struct ModelOptions {
+struct DecoderOptions {
   // kQ8: decode steps multiply Q4_0, Q4_1 and Q8_0 weights by activations rounded to 8 bits, as
   // llama.cpp does (faster where the f32 kernel is limited by arithmetic, less exact; matmul.h);
   // kQ16 to 16 bits.
@@ -75,11 +75,11 @@ struct DecodeRow {
   LayerObserver* observer = nullptr;
 };
 
-class Model {
+class Decoder {
  public:
-  virtual ~Model() = default;
+  virtual ~Decoder() = default;
   const ModelHparams& hparams() const { return hp_; }
-  const ModelOptions& options() const { return opts_; }
+  const DecoderOptions& options() const { return opts_; }
   // Bytes of weight data viewed from the file (not copied).
   virtual size_t weight_bytes() const = 0;
 
@@ -107,10 +107,12 @@ class Model {
 
  protected:
   ModelHparams hp_;
-  ModelOptions opts_;
+  DecoderOptions opts_;
 };
 
 // Builds the model for general.architecture, or Error(kUnsupported) naming the architecture.
-std::unique_ptr<Model> load_model(const GgufFile& file, const ModelOptions& options = {});
+std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options = {});
+// The general.architecture names load_decoder accepts.
+std::vector<std::string> decoder_architectures();
 
 }  // namespace snapkv

@@ -1,17 +1,21 @@
 #include <array>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "model/model.h"
 #include "util/error.h"
 
 namespace snapkv {
 
-std::unique_ptr<Model> make_llama(const GgufFile& file, const ModelOptions& options);
+std::unique_ptr<Decoder> make_llama(const GgufFile& file, const DecoderOptions& options);
 
 namespace {
 struct Entry {
   std::string_view arch;
-  std::unique_ptr<Model> (*make)(const GgufFile&, const ModelOptions&);
+  std::unique_ptr<Decoder> (*make)(const GgufFile&, const DecoderOptions&);
 };
 // GGUF architecture names served by each implementation.
 constexpr std::array kRegistry = {
@@ -21,13 +25,19 @@ constexpr std::array kRegistry = {
 };
 }  // namespace
 
-std::unique_ptr<Model> load_model(const GgufFile& file, const ModelOptions& options) {
+std::vector<std::string> decoder_architectures() {
+  std::vector<std::string> names;
+  for (const auto& e : kRegistry) names.emplace_back(e.arch);
+  return names;
+}
+
+std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options) {
   const std::string_view arch = file.get_string("general.architecture");
   for (const auto& e : kRegistry) {
     if (e.arch == arch) return e.make(file, options);
   }
-  fail(ErrorKind::kUnsupported, "{}: architecture '{}' is not supported (supported: llama, mistral, qwen2)",
-       file.path(), arch);
+  fail(ErrorKind::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", file.path(), arch,
+       fmt::join(decoder_architectures(), ", "));
 }
 
 }  // namespace snapkv

@@ -5,12 +5,11 @@
 #include <cstddef>
 #include <span>
 
+#include "snapkv/types.h"
 #include "util/thread_pool.h"
 
 namespace snapkv {
 
-// Element type of stored keys and values.
-enum class KvType : uint8_t { kF32, kF16, kBF16 };
 size_t kv_type_size(KvType t);
 const char* kv_type_name(KvType t);
 

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "io/ggml_type.h"
+#include "snapkv/types.h"
 #include "util/thread_pool.h"
 
 namespace snapkv {
@@ -39,15 +40,8 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 // Up to this many tokens matmul takes its decode path: one pass over each weight row.
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 
-// What the decode path multiplies the weights by. kF32 (the default) keeps the activations in
-// f32, and results agree with the double reference to rounding. kQ8 rounds each block of 32
-// activations to 8 bits first, as llama.cpp does, and multiplies in integers (matvec_q8.h): about
-// twice as fast where the f32 kernel is limited by arithmetic, at the price of an error of up to
-// max|x| / 254 of the block in each activation. kQ16 rounds to 16 bits (an error of up to
-// max|x| / 65534), for matrices with a copy interleaved by 8 rows (rows8.h). They apply to decode
-// calls (n_tok <= 8) whose weights are all Q4_0, Q4_1 or Q8_0 (and for kQ16 all interleaved); any
-// other call runs as kF32.
-enum class MatmulActivations { kF32, kQ8, kQ16 };
+// MatmulActivations (snapkv/types.h) applies to decode calls (n_tok <= kMatmulDecodeMaxTokens);
+// kQ16 needs matrices with a copy interleaved by 8 rows (rows8.h).
 
 // The bits a call of n_tok tokens with these activations rounds them to for this matrix, 8 or 16,
 // or 0 where it multiplies in f32 (what the paragraph above says).

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "engine/generate.h"
 #include "snapkv/press.h"
 

@@ -119,7 +119,7 @@ void HttpServer::reply_error(httplib::Response& res, const std::string& endpoint
 
 void HttpServer::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
-  std::shared_ptr<Sequence> seq;
+  std::shared_ptr<Job> seq;
   ApiRequest ar;
   try {
     ar = parse_request(parse_json_body(req.body), chat, opt_.defaults);
@@ -160,7 +160,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
   }
 
   // Wait for admission: until then the status can still say why the request did not run.
-  Sequence::Update first;
+  Job::Update first;
   do {
     first = seq->next(std::chrono::milliseconds(200));
   } while (!first.started && !first.done);
@@ -183,7 +183,7 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
       stream ? "text/event-stream" : "application/json",
       [seq, head, first, keep_alive_s, stream, include_usage](size_t, httplib::DataSink& sink) {
         const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-        Sequence::Update u = first;
+        Job::Update u = first;
         std::string text;  // the whole answer (non-streaming)
         bool first_chunk = true;
         Timer idle;

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "engine/scheduler.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "server/api_request.h"
 #include "server/metrics.h"
 

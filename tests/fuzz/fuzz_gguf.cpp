@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.n_bytes > 0) acc ^= t.data[0] ^ t.data[t.n_bytes - 1];
     }
     (void)acc;
-    (void)load_model(*f);
+    (void)load_decoder(*f);
   } catch (const Error&) {
   }
   return 0;

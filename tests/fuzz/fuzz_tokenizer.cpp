@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "io/tokenizer_unicode.h"
 #include "util/error.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <memory>
 
-#include "engine/session.h"
+#include "engine/sequence.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "support/paths.h"
@@ -17,14 +17,14 @@ namespace snapkv::test {
 
 struct ReferenceModel {
   std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Model> model;
+  std::unique_ptr<Decoder> model;
 };
 
 inline const ReferenceModel& reference_model() {
   static const ReferenceModel m = [] {
     ReferenceModel r;
     r.file = GgufFile::open(default_model_path());
-    r.model = load_model(*r.file);
+    r.model = load_decoder(*r.file);
     return r;
   }();
   return m;
@@ -36,7 +36,7 @@ inline const ReferenceModel& reference_model() {
 inline ReferenceModel load_reference_model(MatmulActivations act) {
   ReferenceModel r;
   r.file = GgufFile::open(default_model_path(), GgufFile::Memory::kMapped);
-  r.model = load_model(*r.file, ModelOptions{act});
+  r.model = load_decoder(*r.file, DecoderOptions{act});
   return r;
 }
 
@@ -67,7 +67,7 @@ inline const EssayLogits& essay_logits() {
     EssayLogits r;
     r.ids = load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
     ThreadPool pool(2);
-    Session s(*reference_model().model, static_cast<int>(r.ids.size()), pool, SessionOptions{KvType::kF32, {}});
+    Sequence s(*reference_model().model, static_cast<int>(r.ids.size()), pool, SequenceOptions{KvType::kF32, {}});
     r.logits = s.prefill_all_logits(r.ids);
     return r;
   }();

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "engine/scheduler.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "reference_model.h"
 #include "util/utf8.h"
 
@@ -48,13 +48,13 @@ float margin(std::span<const float> row, int best) {
 }
 
 TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   const std::vector<Case> cases = fixture_cases();
   ThreadPool pool(2);
-  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Sequence>> sessions;
   for (const Case& c : cases) {
-    sessions.push_back(std::make_unique<Session>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
-                                                 SessionOptions{KvType::kF32, {}}));
+    sessions.push_back(std::make_unique<Sequence>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
+                                                 SequenceOptions{KvType::kF32, {}}));
     sessions.back()->begin_prefill(c.prompt);
   }
   // One piece of each unfinished prefill in turn.
@@ -64,7 +64,7 @@ TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
       if (s->prefilling() && !s->prefill_step()) pending = true;
     }
   }
-  std::vector<Session*> batch;
+  std::vector<Sequence*> batch;
   for (auto& s : sessions) batch.push_back(s.get());
   const size_t n_steps = cases[0].hf_ids.size();
   std::vector<std::vector<int32_t>> ids(cases.size());
@@ -78,7 +78,7 @@ TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
       margins[i].push_back(margin(row, best));
       next.push_back(best);
     }
-    if (step + 1 < n_steps) Session::decode_batch(batch, next);
+    if (step + 1 < n_steps) Sequence::decode_batch(batch, next);
   }
   int identical = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -96,10 +96,10 @@ TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
 }
 
 // Waits for a sequence's end; returns its whole text and last update.
-std::pair<std::string, Sequence::Update> drain(Sequence& seq) {
+std::pair<std::string, Job::Update> drain(Job& seq) {
   std::string text;
   for (;;) {
-    Sequence::Update u = seq.next(1000ms);
+    Job::Update u = seq.next(1000ms);
     text += u.text;
     if (u.done) return {text, u};
   }
@@ -107,7 +107,7 @@ std::pair<std::string, Sequence::Update> drain(Sequence& seq) {
 
 struct Served {
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_gguf(*test::reference_model().file);
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
 };
 
 SequenceRequest greedy_request(std::vector<int32_t> prompt, int max_tokens) {
@@ -126,7 +126,7 @@ TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservatio
   o.kv_type = KvType::kF32;
   Scheduler scheduler(s.model, *s.tokenizer, 2, o);
   const std::vector<Case> cases = fixture_cases();
-  std::vector<std::shared_ptr<Sequence>> seqs;
+  std::vector<std::shared_ptr<Job>> seqs;
   Rejection rejected{};
   for (const Case& c : cases) {
     seqs.push_back(scheduler.submit(greedy_request(c.prompt, static_cast<int>(c.hf_ids.size())), &rejected));
@@ -186,7 +186,7 @@ TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
   EXPECT_EQ(rejected.kind, Rejection::kTooLarge);
   EXPECT_NE(rejected.message.find("budget"), std::string::npos) << rejected.message;
 
-  std::vector<std::shared_ptr<Sequence>> seqs;
+  std::vector<std::shared_ptr<Job>> seqs;
   int queue_full = 0;
   for (int i = 0; i < 8; ++i) {
     auto seq = scheduler.submit(greedy_request(prompt, 4), &rejected);
@@ -207,7 +207,7 @@ TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
     EXPECT_LE(m.queued, 3);
     for (size_t i = 0; i < seqs.size(); ++i) {
       if (finished[i]) continue;
-      const Sequence::Update u = seqs[i]->next(0ms);
+      const Job::Update u = seqs[i]->next(0ms);
       if (!u.done) continue;
       finished[i] = true;
       EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
@@ -225,7 +225,7 @@ TEST(Scheduler, RequestsThatArriveTogetherDecodeInOneBatch) {
   Scheduler scheduler(s.model, *s.tokenizer, 2, o);
   const std::vector<int32_t> prompt = fixture_cases().back().prompt;  // 1000 tokens, many pieces
   Rejection rejected{};
-  std::vector<std::shared_ptr<Sequence>> seqs;
+  std::vector<std::shared_ptr<Job>> seqs;
   for (int i = 0; i < 3; ++i) {
     seqs.push_back(scheduler.submit(greedy_request(prompt, 16), &rejected));
     ASSERT_TRUE(seqs.back()) << rejected.message;
@@ -281,7 +281,7 @@ TEST(Scheduler, SnapKvFitsFourTimesAsManyLongRequestsInOneBudget) {
   int admitted[2] = {0, 0};
   for (int pressed = 0; pressed < 2; ++pressed) {
     Scheduler scheduler(s.model, *s.tokenizer, 2, o);
-    std::vector<std::shared_ptr<Sequence>> seqs;
+    std::vector<std::shared_ptr<Job>> seqs;
     Rejection rejected{};
     for (int i = 0; i < 24; ++i) {
       SequenceRequest r = greedy_request(prompt, 128);

@@ -35,8 +35,8 @@ struct Path {
   std::vector<float> margins;
 };
 
-Path greedy(const Model& model, const std::vector<int32_t>& prompt, size_t n, ThreadPool& pool) {
-  Session s(model, static_cast<int>(prompt.size() + n + 1), pool, SessionOptions{KvType::kF32, {}});
+Path greedy(const Decoder& model, const std::vector<int32_t>& prompt, size_t n, ThreadPool& pool) {
+  Sequence s(model, static_cast<int>(prompt.size() + n + 1), pool, SequenceOptions{KvType::kF32, {}});
   s.prefill(prompt);
   Path p;
   for (size_t k = 0; k < n; ++k) {
@@ -101,7 +101,7 @@ struct Partings {
   int identical = 0;
 };
 
-Partings part_from(const Model& model, const char* ids_key, const char* margins_key, const char* label) {
+Partings part_from(const Decoder& model, const char* ids_key, const char* margins_key, const char* label) {
   const json fx = test::load_fixture("greedy_llamacpp.json");
   ThreadPool pool(2);
   Partings r;
@@ -124,7 +124,7 @@ Partings part_from(const Model& model, const char* ids_key, const char* margins_
 }
 
 TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
-  // With 8-bit activations in decode (ModelOptions::decode_activations = kQ8) our arithmetic is
+  // With 8-bit activations in decode (DecoderOptions::decode_activations = kQ8) our arithmetic is
   // llama.cpp's kind, not transformers': a continuation may part from llama.cpp only where
   // llama.cpp was at a near-tie.
   const Partings p = part_from(*test::reference_model_q8().model, "generated_ids", "margins", "q8 vs llama.cpp");

@@ -68,13 +68,13 @@ struct DecodeDiffs {
   int agree = 0;
 };
 
-DecodeDiffs teacher_forced_decode(const Model& model, size_t n) {
+DecodeDiffs teacher_forced_decode(const Decoder& model, size_t n) {
   const json fx = test::load_fixture("logits_transformers.json");
   const json& pos = fx["positions"];
   const std::vector<int32_t>& ids = test::essay_logits().ids;
   const int n_vocab = model.hparams().n_vocab;
   ThreadPool pool(2);
-  Session s(model, static_cast<int>(n), pool, SessionOptions{KvType::kF32, {}});
+  Sequence s(model, static_cast<int>(n), pool, SequenceOptions{KvType::kF32, {}});
   std::vector<double> diffs;
   DecodeDiffs r;
   for (size_t i = 0; i < n; ++i) {
@@ -99,7 +99,7 @@ DecodeDiffs teacher_forced_decode(const Model& model, size_t n) {
 }
 
 TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
-  // Teacher-forced decode steps with 8-bit activations (ModelOptions::decode_activations = kQ8)
+  // Teacher-forced decode steps with 8-bit activations (DecoderOptions::decode_activations = kQ8)
   // over the first 400 positions of the essay, measured as llama.cpp does the same (it rounds
   // activations to 8 bits too; tools/reference/measure_llamacpp_decode_logits.py): llama-cpp-python
   // 0.3.36, same GGUF, one token per eval, top-5 logits against this fixture: |logit diff| mean

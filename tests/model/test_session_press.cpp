@@ -21,8 +21,8 @@ std::vector<int32_t> essay(size_t n) {
   return ids;
 }
 
-SessionOptions snapkv_options(int capacity, KvType type = KvType::kF16) {
-  SessionOptions o;
+SequenceOptions snapkv_options(int capacity, KvType type = KvType::kF16) {
+  SequenceOptions o;
   o.kv_type = type;
   o.press.press = "snapkv";
   o.press.capacity = capacity;
@@ -34,7 +34,7 @@ std::vector<int32_t> positions(const KvHeadView& h) { return {h.pos, h.pos + h.n
 int argmax(std::span<const float> x) { return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin()); }
 
 TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   // One recorded prefill for every press, as the evaluation runner does: the SnapKV scores it
@@ -43,10 +43,10 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
   for (const auto& [name, kernel, capacity] : {std::tuple{"snapkv", 7, 200}, std::tuple{"ada_kv", 7, 200},
                                               std::tuple{"pyramidkv", 7, 300}, std::tuple{"snapkv", 5, 200},
                                               std::tuple{"h2o", 7, 200}}) {
-    SessionOptions o = snapkv_options(capacity);
+    SequenceOptions o = snapkv_options(capacity);
     o.press.press = name;
     o.press.kernel = kernel;
-    Session s(model, 800, pool, o);
+    Sequence s(model, 800, pool, o);
     s.prefill(ids);
     KvCache offline = rec.pressed(*make_press(o.press));
     const KvCache& online = s.kv();
@@ -65,7 +65,7 @@ TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
   // split (690) is aligned to no SIMD width, so on every target the two runs tile the queries
   // differently and round differently (about 2.5e-3 on logits up to 29, AVX2 and AVX-512); a
   // wrong position or mask would move logits by far more.
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const std::span<const int32_t> all(ids);
@@ -81,7 +81,7 @@ TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
     ASSERT_NEAR(parts.last_logits()[i], whole.last_logits()[i], 1e-2f) << i;
   }
   for (const char* name : {"snapkv", "h2o", "pyramidkv"}) {
-    SessionOptions o = snapkv_options(200);
+    SequenceOptions o = snapkv_options(200);
     o.press.press = name;
     const KvCache a = whole.pressed(*make_press(o.press)), b = parts.pressed(*make_press(o.press));
     int64_t same = 0, total = 0;
@@ -102,10 +102,10 @@ TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
 }
 
 TEST(SessionPress, SnapKvKeepsCapacityPerHeadAndDecodesAtTruePositions) {
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(600);
-  Session s(model, 700, pool, snapkv_options(128));
+  Sequence s(model, 700, pool, snapkv_options(128));
   s.prefill(ids);
   const int64_t full = static_cast<int64_t>(ids.size()) * model.hparams().n_layer * model.hparams().n_head_kv;
   EXPECT_EQ(s.kv().entries(), 128 * model.hparams().n_layer * model.hparams().n_head_kv);
@@ -130,12 +130,12 @@ TEST(SessionPress, SnapKvKeepsCapacityPerHeadAndDecodesAtTruePositions) {
 }
 
 TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(900);
   const std::span<const int32_t> all(ids);
   // Turn 1 is compressed to 128; turn 2 appends 300 tokens and the press re-scores all 428.
-  Session s(model, 1000, pool, snapkv_options(128));
+  Sequence s(model, 1000, pool, snapkv_options(128));
   s.prefill(all.first(500));
   s.prefill(all.subspan(500, 300));
   for (const KvHeadView& h : s.kv().layer(5)) {
@@ -143,7 +143,7 @@ TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
     EXPECT_EQ(h.pos[h.n - 1], 799);
   }
   // Question-agnostic: the context is compressed alone, the question is appended whole.
-  Session q(model, 1000, pool, snapkv_options(128));
+  Sequence q(model, 1000, pool, snapkv_options(128));
   q.prefill(all.first(800));
   q.prefill(all.subspan(800, 40), {}, /*compress=*/false);
   for (const KvHeadView& h : q.kv().layer(5)) {
@@ -153,13 +153,13 @@ TEST(SessionPress, ChatTurnsAndQuestionAgnosticPrefillsStayWithinBudget) {
 }
 
 TEST(SessionPress, RecompressionBoundsTheCacheDuringLongGeneration) {
-  const Model& model = *test::reference_model().model;
+  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(300);
-  SessionOptions o = snapkv_options(64);
+  SequenceOptions o = snapkv_options(64);
   o.press.window = 8;
   o.press.recompress = 16;
-  Session s(model, 400, pool, o);
+  Sequence s(model, 400, pool, o);
   s.prefill(ids);
   int64_t most = 0;
   for (int i = 0; i < 50; ++i) {

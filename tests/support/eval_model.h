@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "eval/eval_prompt.h"
 #include "eval/suite.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "support/paths.h"
 
 namespace snapkv::test {

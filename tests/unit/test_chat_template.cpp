@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "io/gguf.h"
 #include "support/paths.h"
 #include "util/error.h"

@@ -5,12 +5,12 @@
 
 #include <memory>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "eval/eval_prompt.h"
 #include "eval/metrics.h"
 #include "eval/suite.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "support/eval_model.h"
 #include "support/paths.h"
 #include "util/error.h"

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "snapkv/chat.h"
 #include "eval/suite.h"
 #include "eval/suites/suites.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "support/eval_model.h"
 #include "support/paths.h"
 #include "util/error.h"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "support/paths.h"
 #include "util/error.h"
 

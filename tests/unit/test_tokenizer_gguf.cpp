@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "snapkv/tokenizer.h"
 #include "io/tokenizer_pretok.h"
 #include "support/gguf_writer.h"
 #include "util/error.h"

@@ -1,4 +1,4 @@
-#include "engine/session.h"
+#include "engine/sequence.h"
 
 #include <numeric>
 
@@ -7,7 +7,7 @@
 namespace snapkv {
 namespace {
 
-int replication(const Model& model, const PressConfig& press) {
+int replication(const Decoder& model, const PressConfig& press) {
   const ModelHparams& h = model.hparams();
   return press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head / h.n_head_kv : 1;
 }
@@ -33,7 +33,7 @@ class Observer final : public LayerObserver {
 
 }  // namespace
 
-Session::Session(const Model& model, int n_ctx, ThreadPool& pool, const SessionOptions& options)
+Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options)
     : model_(model), n_ctx_(n_ctx), pool_(pool),
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
           replication(model, options.press)) {
@@ -43,11 +43,11 @@ Session::Session(const Model& model, int n_ctx, ThreadPool& pool, const SessionO
   }
 }
 
-void Session::check_idle() const {
+void Sequence::check_idle() const {
   if (pass_) fail(ErrorKind::kInvalidArgument, "the session is in the middle of a prefill");
 }
 
-void Session::start(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
+void Sequence::start(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
                     const std::function<void(int, int)>& progress) {
   check_idle();
   if (tokens.empty()) fail(ErrorKind::kInvalidArgument, "nothing to process: the prompt is empty");
@@ -63,12 +63,12 @@ void Session::start(std::span<const int32_t> tokens, LogitsMode mode, bool compr
   pass_ = model_.begin_forward(pass_tokens_, pass_pos_, kv_, mode, logits_, pool_, observer_.get());
 }
 
-void Session::finish() {
+void Sequence::finish() {
   tokens_.insert(tokens_.end(), pass_tokens_.begin(), pass_tokens_.end());
   pass_.reset();
 }
 
-void Session::run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
+void Sequence::run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
                   const std::function<void(int, int)>& progress) {
   start(tokens, mode, compress, progress);
   try {
@@ -81,18 +81,18 @@ void Session::run(std::span<const int32_t> tokens, LogitsMode mode, bool compres
   finish();
 }
 
-void Session::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress,
+void Sequence::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress,
                       bool compress) {
   run(tokens, LogitsMode::kLast, compress, progress);
 }
 
-void Session::decode(int32_t token) { run({&token, 1}, LogitsMode::kLast, false, {}); }
+void Sequence::decode(int32_t token) { run({&token, 1}, LogitsMode::kLast, false, {}); }
 
-void Session::begin_prefill(std::span<const int32_t> tokens, bool compress) {
+void Sequence::begin_prefill(std::span<const int32_t> tokens, bool compress) {
   start(tokens, LogitsMode::kLast, compress, {});
 }
 
-bool Session::prefill_step() {
+bool Sequence::prefill_step() {
   if (!pass_) fail(ErrorKind::kInvalidArgument, "prefill_step: no prefill was begun");
   try {
     if (!pass_->step()) return false;
@@ -104,17 +104,17 @@ bool Session::prefill_step() {
   return true;
 }
 
-void Session::decode_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens) {
+void Sequence::decode_batch(std::span<Sequence* const> sessions, std::span<const int32_t> tokens) {
   if (sessions.size() != tokens.size()) {
     fail(ErrorKind::kInvalidArgument, "decode_batch: {} sessions but {} tokens", sessions.size(), tokens.size());
   }
   if (sessions.empty()) return;
-  const Model& model = sessions[0]->model_;
+  const Decoder& model = sessions[0]->model_;
   ThreadPool& pool = sessions[0]->pool_;
   std::vector<DecodeRow> rows;
   rows.reserve(sessions.size());
   for (size_t b = 0; b < sessions.size(); ++b) {
-    Session& s = *sessions[b];
+    Sequence& s = *sessions[b];
     s.check_idle();
     if (&s.model_ != &model || &s.pool_ != &pool) {
       fail(ErrorKind::kInvalidArgument, "decode_batch: the sessions must share one model and thread pool");
@@ -127,13 +127,13 @@ void Session::decode_batch(std::span<Session* const> sessions, std::span<const i
   model.decode_batch(rows, logits, pool);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
   for (size_t b = 0; b < sessions.size(); ++b) {
-    Session& s = *sessions[b];
+    Sequence& s = *sessions[b];
     s.logits_.assign(logits.begin() + b * n_vocab, logits.begin() + (b + 1) * n_vocab);
     s.tokens_.push_back(tokens[b]);
   }
 }
 
-std::vector<float> Session::prefill_all_logits(std::span<const int32_t> tokens) {
+std::vector<float> Sequence::prefill_all_logits(std::span<const int32_t> tokens) {
   run(tokens, LogitsMode::kAll, false, {});
   std::vector<float> all = std::move(logits_);
   const int n_vocab = model_.hparams().n_vocab;
@@ -141,13 +141,13 @@ std::vector<float> Session::prefill_all_logits(std::span<const int32_t> tokens) 
   return all;
 }
 
-size_t Session::kv_full_bytes() const {
+size_t Sequence::kv_full_bytes() const {
   const ModelHparams& h = model_.hparams();
   const size_t n = static_cast<size_t>(n_past()) + (pass_ ? pass_tokens_.size() : 0);
   return n * h.n_layer * h.n_head_kv * kv_.entry_bytes();
 }
 
-void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {
+void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "adopt: the session's press must be full");
   if (cache.n_layer() != kv_.n_layer() || cache.n_head() != kv_.n_head() || cache.head_dim() != kv_.head_dim() ||
@@ -166,7 +166,7 @@ void Session::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<co
   logits_.assign(last_logits.begin(), last_logits.end());
 }
 
-void Session::reset() {
+void Sequence::reset() {
   pass_.reset();
   kv_.clear();
   if (compressor_) compressor_->reset();

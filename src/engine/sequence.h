@@ -14,15 +14,15 @@
 
 namespace snapkv {
 
-struct SessionOptions {
+struct SequenceOptions {
   KvType kv_type = KvType::kF16;
   PressConfig press;  // "full" by default
 };
 
-class Session {
+class Sequence {
  public:
   // n_ctx: the most tokens this sequence may hold (prompt and generated).
-  Session(const Model& model, int n_ctx, ThreadPool& pool, const SessionOptions& options = {});
+  Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options = {});
 
   // Runs tokens through the model after what the session holds; afterwards logits() is the
   // distribution for the next token. With compress, the press compresses every layer once it is
@@ -44,7 +44,7 @@ class Session {
   // One generated token for each session, in one batched forward step: the weights are read once
   // for all of them. The sessions must share one model and thread pool, and each must have room
   // for one more token. Same result per session as decode(token).
-  static void decode_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+  static void decode_batch(std::span<Sequence* const> sessions, std::span<const int32_t> tokens);
 
   // Logits of every token (for perplexity, fidelity and reference checks); not compressed.
   std::vector<float> prefill_all_logits(std::span<const int32_t> tokens);
@@ -58,7 +58,7 @@ class Session {
   size_t kv_full_bytes() const;
   // Null when the press is "full".
   const Compressor* compressor() const { return compressor_.get(); }
-  const Model& model() const { return model_; }
+  const Decoder& model() const { return model_; }
   void reset();
   // Starts this session from a cache built elsewhere (e.g. a RecordedPrefill's pressed copy):
   // the session takes the cache, the tokens it holds (at positions 0..n-1, whatever entries a
@@ -77,7 +77,7 @@ class Session {
   void finish();
   void check_idle() const;
 
-  const Model& model_;
+  const Decoder& model_;
   int n_ctx_;
   ThreadPool& pool_;
   KvCache kv_;

@@ -1,0 +1,22 @@
+#pragma once
+// Small enums shared by the API's option structs and the engine.
+#include <cstdint>
+
+namespace snapkv {
+
+// Element type of the stored keys and values.
+enum class KvType : uint8_t { kF32, kF16, kBF16 };
+
+// What decode steps multiply Q4_0, Q4_1 and Q8_0 weights by (the CLI's --decode-activations).
+// kF32 keeps the activations in f32 (results agree with a double reference to rounding). kQ8
+// rounds each block of 32 activations to 8 bits first, as llama.cpp does, and multiplies in
+// integers; kQ16 rounds to 16 bits (an error of up to max|x| / 65534 of the block). They apply to
+// calls of at most 8 tokens whose weights are all of those types; any other call runs as kF32.
+enum class MatmulActivations { kF32, kQ8, kQ16 };
+
+// Entries a press kept in one layer, over all its KV heads, out of the entries it was given.
+struct LayerKept {
+  int64_t kept = 0, total = 0;
+};
+
+}  // namespace snapkv

@@ -1,0 +1,37 @@
+#pragma once
+// What the public Model and Session hold: the engine's objects behind the API (snapkv/model.h,
+// snapkv/session.h). Only src/api and the layers that serve the API (eval, server) include it.
+#include <memory>
+
+#include "engine/sequence.h"
+#include "io/gguf.h"
+#include "model/model.h"
+#include "snapkv/model.h"
+#include "snapkv/session.h"
+#include "util/thread_pool.h"
+
+namespace snapkv {
+
+struct Model::Impl {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<Tokenizer> tokenizer;
+  ChatTemplate chat_template;
+  ModelInfo info;
+  ModelOptions options;
+  // Mutable: running the model from a const Model uses its threads (one user at a time).
+  mutable std::unique_ptr<ThreadPool> pool;
+
+  ThreadPool& threads() const { return *pool; }
+};
+
+struct Session::Impl {
+  Model model;  // keeps the model alive
+  SessionOptions options;
+  Sequence seq;
+
+  Impl(const Model& m, const SessionOptions& o, int n_ctx)
+      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press}) {}
+};
+
+}  // namespace snapkv

@@ -1,0 +1,77 @@
+#include <algorithm>
+#include <thread>
+
+#include "api/impl.h"
+#include "ops/rows8.h"
+#include "util/error.h"
+
+namespace snapkv {
+
+std::string ModelOptions::validate() const {
+  if (threads < 0 || threads > 512) return "threads must be between 0 (all) and 512";
+  return {};
+}
+
+bool parse_matmul_activations(const std::string& s, MatmulActivations& out) {
+  if (s == "f32") out = MatmulActivations::kF32;
+  else if (s == "q16") out = MatmulActivations::kQ16;
+  else if (s == "q8") out = MatmulActivations::kQ8;
+  else return false;
+  return true;
+}
+
+const char* matmul_activations_name(MatmulActivations a) {
+  switch (a) {
+    case MatmulActivations::kF32: return "f32";
+    case MatmulActivations::kQ16: return "q16";
+    case MatmulActivations::kQ8: return "q8";
+  }
+  return "?";
+}
+
+Model Model::load(const std::string& path, const ModelOptions& options) {
+  if (const std::string err = options.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  auto impl = std::make_shared<Impl>();
+  impl->options = options;
+  // Mapped where the decoder copies its matrices (the file's pages of each copied matrix then
+  // leave memory), else read into huge pages: decode streams every weight once per token.
+  const bool copies = rows8_wanted(options.decode_activations);
+  impl->file = GgufFile::open(path, copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages);
+  impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations});
+  impl->tokenizer = Tokenizer::from_gguf(*impl->file);
+  impl->chat_template = chat_template_from_jinja(impl->file->get_string("tokenizer.chat_template", ""));
+  const int n_threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  impl->pool = std::make_unique<ThreadPool>(n_threads);
+  impl->options.threads = n_threads;
+
+  const ModelHparams& hp = impl->decoder->hparams();
+  ModelInfo& info = impl->info;
+  info.path = path;
+  info.arch = hp.arch;
+  info.name = hp.name;
+  info.n_layer = hp.n_layer;
+  info.n_embd = hp.n_embd;
+  info.n_ff = hp.n_ff;
+  info.n_head = hp.n_head;
+  info.n_head_kv = hp.n_head_kv;
+  info.head_dim = hp.head_dim;
+  info.n_vocab = hp.n_vocab;
+  info.n_ctx_train = hp.n_ctx_train;
+  info.weight_bytes = impl->decoder->weight_bytes();
+  return Model(std::move(impl));
+}
+
+const ModelInfo& Model::info() const { return impl_->info; }
+const ModelOptions& Model::options() const { return impl_->options; }
+const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer; }
+const ChatTemplate& Model::chat_template() const { return impl_->chat_template; }
+
+ChatTemplate Model::pick_chat_template(const std::string& name) const {
+  if (name.empty()) return impl_->chat_template;
+  return ChatTemplate{chat_template_from_name(name), std::nullopt};
+}
+
+std::vector<std::string> supported_architectures() { return decoder_architectures(); }
+
+}  // namespace snapkv
