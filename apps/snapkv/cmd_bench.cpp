@@ -10,6 +10,7 @@
 
 #include "bench_util.h"
 #include "commands.h"
+#include "internal_bridge.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "io/gguf.h"
@@ -18,9 +19,9 @@
 #include "model_options.h"
 #include "model/model.h"
 #include "util/error.h"
-#include "util/memory.h"
+#include "snapkv/memory.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -43,8 +44,8 @@ struct Sample {
 
 // One measurement, run in the calling (child) process.
 Sample measure(const BenchOptions& o, const SequenceOptions& so, int length) {
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   const auto tok = Tokenizer::from_gguf(*file);
   const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
   ThreadPool pool(o.threads);
@@ -76,7 +77,7 @@ Sample measure_in_child(const BenchOptions& o, const SequenceOptions& so, int le
 
 int bench_compress(const BenchOptions& o) {
   if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
-  SequenceOptions press = o.kv.session_options();
+  SequenceOptions press = sequence_options(o.kv.session_options());
   if (!press.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
   SequenceOptions full = press;
   full.press = PressConfig{};

@@ -27,6 +27,7 @@
 
 #include "bench_util.h"
 #include "commands.h"
+#include "internal_bridge.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "io/gguf.h"
@@ -36,9 +37,9 @@
 #include "svg_chart.h"
 #include "text_file.h"
 #include "util/error.h"
-#include "util/memory.h"
+#include "snapkv/memory.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -73,8 +74,8 @@ struct Sample {
 
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   ThreadPool pool(o.threads);
   const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
   SequenceOptions so;

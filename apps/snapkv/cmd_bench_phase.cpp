@@ -21,7 +21,7 @@
 #include "util/error.h"
 #include "util/round_trip.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {

@@ -25,6 +25,7 @@
 
 #include "bench_util.h"
 #include "commands.h"
+#include "internal_bridge.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "hwy/targets.h"
@@ -40,7 +41,7 @@
 #include "util/error.h"
 #include "util/round_trip.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -205,18 +206,18 @@ int bench_roofline(const RooflineOptions& o) {
     fail(ErrorKind::kInvalidArgument, "--reps, -n, -t, --chunk, --prefill and --long must be >= 1");
   }
   if (!(o.bandwidth_mib >= 64)) fail(ErrorKind::kInvalidArgument, "--bandwidth-mib must be at least 64");
-  const SequenceOptions pressed = o.kv.session_options();
+  const SequenceOptions pressed = sequence_options(o.kv.session_options());
   if (!pressed.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
   SequenceOptions full = pressed;
   full.press = PressConfig{};
   // Two models from one file read the file's rows alike only when it is in memory.
-  const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? o.model_flags.file_memory()
+  const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? file_memory_for(o.model_flags)
                                                                           : GgufFile::Memory::kHugePages);
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   std::vector<const Decoder*> models{model.get()};
   std::unique_ptr<Decoder> versus;
   if (!o.versus_activations.empty()) {
-    versus = load_decoder(*file, ModelFlags{o.versus_activations}.model_options());
+    versus = load_decoder(*file, decoder_options_for(ModelFlags{o.versus_activations}));
     models.push_back(versus.get());
   }
   const auto tok = Tokenizer::from_gguf(*file);

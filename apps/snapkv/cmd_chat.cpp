@@ -8,18 +8,13 @@
 #include <iostream>
 #include <thread>
 
+#include "cli_error.h"
 #include "commands.h"
-#include "snapkv/chat.h"
-#include "engine/generate.h"
-#include "engine/sequence.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
-#include "model/model.h"
-#include "util/error.h"
-#include "util/memory.h"
-#include "util/thread_pool.h"
+#include "sampling_flags.h"
+#include "snapkv/memory.h"
+#include "snapkv/session.h"
 
 namespace snapkv::cli {
 namespace {
@@ -42,21 +37,20 @@ int chat(const ChatOptions& o) {
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const SequenceOptions so = o.kv.session_options();
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
-  const auto tokenizer = Tokenizer::from_gguf(*file);
-  const int n_ctx = o.ctx > 0 ? o.ctx : model->hparams().n_ctx_train;
-  if (n_ctx > model->hparams().n_ctx_train) {
-    fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, model->hparams().n_ctx_train);
+  SessionOptions so = o.kv.session_options();
+  if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
+  so.n_ctx = o.ctx;
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const Tokenizer& tokenizer = model.tokenizer();
+  if (o.ctx > model.info().n_ctx_train) {
+    fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", o.ctx,
+         model.info().n_ctx_train);
   }
-  ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
-  if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
+  const ChatTemplate tmpl = model.pick_chat_template(o.chat_template);
 
-  ThreadPool pool(o.threads);
-  Sequence session(*model, n_ctx, pool, so);
+  Session session(model, so);
   fmt::print(stderr, "chat with {} | KV cache: {}, {} | one message per line, /exit or end of input to stop\n",
-             model->hparams().name, kv_type_name(so.kv_type), so.press.describe());
+             model.info().name, kv_type_name(so.kv_type), so.press.describe());
   std::vector<ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
   std::string fed;  // the rendered conversation the session holds
@@ -71,10 +65,10 @@ int chat(const ChatOptions& o) {
       fed.clear();
     }
     const std::vector<int32_t> ids =
-        tokenizer->encode(text.substr(fed.size()), fed.empty() && tokenizer->add_bos(), /*parse_special=*/true);
+        tokenizer.encode(text.substr(fed.size()), fed.empty() && tokenizer.add_bos(), /*parse_special=*/true);
     std::string reply;
     int32_t last = -1;
-    const GenerateStats st = generate(session, *tokenizer, ids, gp, [&](int32_t id, std::string_view piece) {
+    const GenerateStats st = generate(session, ids, gp, [&](int32_t id, std::string_view piece) {
       fmt::print("{}", piece);
       std::fflush(stdout);
       reply += piece;
@@ -89,7 +83,7 @@ int chat(const ChatOptions& o) {
     fed = text + reply;
     fmt::print(stderr, "turn {}: +{} prompt tok, prefill {:.1f} tok/s, decode {:.1f} tok/s | context {} tok | KV cache {} (full {})\n",
                (messages.size() + 1) / 2, st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9),
-               st.n_decoded / std::max(st.decode_s, 1e-9), session.n_past(), format_bytes(session.kv().bytes()),
+               st.n_decoded / std::max(st.decode_s, 1e-9), session.n_past(), format_bytes(session.kv_bytes()),
                format_bytes(session.kv_full_bytes()));
   }
   return 0;
@@ -105,8 +99,7 @@ Action add_chat(CLI::App& app) {
   app.add_option("-n,--n-predict", o->n_predict, "tokens to generate at most per turn")->capture_default_str();
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--ctx", o->ctx, "context size in tokens (default: the model's)");
-  app.add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--seed", o->sampling.seed, "sampling seed")->capture_default_str();
+  add_sampling_flags(app, o->sampling);
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
   return [o] { return chat(*o); };

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "internal_bridge.h"
 #include "eval_options.h"
 #include "eval/fidelity.h"
 #include "eval/suite.h"
@@ -25,7 +26,7 @@
 #include "text_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -133,7 +134,7 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   params.capacities = o.capacities;
   params.presses = o.presses;
   params.n_eval = o.n_eval;
-  const SequenceOptions so = o.kv.session_options();
+  const SequenceOptions so = sequence_options(o.kv.session_options());
   params.kv_type = so.kv_type;
   params.base = so.press;
   // Flag errors first, before anything is loaded; the context check needs the model.
@@ -150,8 +151,8 @@ int run_fidelity_cmd(const FidelityOptions& o) {
   Timer wall;
   size_t n_files = 0;
   const std::string text = read_paul_graham_essays(o.data, &n_files);
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {

@@ -20,6 +20,7 @@
 #include <span>
 
 #include "commands.h"
+#include "internal_bridge.h"
 #include "snapkv/chat.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
@@ -37,7 +38,7 @@
 #include "model/model.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -77,7 +78,7 @@ void check_flags(const SuiteOptions& o) {
   fp.n_eval = 1;
   fp.presses = o.presses;
   fp.capacities = o.capacities;
-  const SequenceOptions so = o.kv.session_options();
+  const SequenceOptions so = sequence_options(o.kv.session_options());
   fp.kv_type = so.kv_type;
   fp.base = so.press;
   if (const std::string err = fp.validate(); !err.empty()) bad(err);
@@ -162,12 +163,12 @@ int run_suite_cmd(const SuiteOptions& o) {
   std::ofstream jsonl(jsonl_path, std::ios::app);
   if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write {}.jsonl there (--out)", o.out, o.suite);
 
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   const ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
-  const SequenceOptions so = o.kv.session_options();
+  const SequenceOptions so = sequence_options(o.kv.session_options());
 
   SuiteParams sp;
   sp.data = o.data;

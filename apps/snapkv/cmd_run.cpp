@@ -8,19 +8,14 @@
 #include <sstream>
 #include <thread>
 
+#include "cli_error.h"
 #include "commands.h"
-#include "snapkv/chat.h"
-#include "engine/generate.h"
-#include "engine/sequence.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
-#include "model/model.h"
-#include "util/error.h"
-#include "util/memory.h"
-#include "util/thread_pool.h"
-#include "util/timer.h"
+#include "sampling_flags.h"
+#include "snapkv/memory.h"
+#include "snapkv/session.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -53,9 +48,8 @@ std::string read_text_file(const std::string& path) {
 }
 
 // -v: entries kept per layer by the last compression, over all KV heads.
-void print_kept(const Sequence& session) {
-  if (!session.compressor()) return;
-  const std::vector<LayerKept>& kept = session.compressor()->kept();
+void print_kept(const Session& session) {
+  const std::vector<LayerKept> kept = session.kept();
   for (size_t il = 0; il < kept.size(); ++il) {
     const LayerKept& k = kept[il];
     fmt::print(stderr, "layer {:2}: kept {} / {} entries ({:.1f} %)\n", il, k.kept, k.total,
@@ -68,21 +62,21 @@ int run(const RunOptions& o) {
     fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
   }
   if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
-  if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
   GenerateParams gp;
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const SequenceOptions so = o.kv.session_options();
+  SessionOptions so = o.kv.session_options();
+  if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
+  so.n_ctx = o.ctx;
   if (o.question_agnostic && o.question.empty()) {
     fail(ErrorKind::kInvalidArgument, "--question-agnostic needs --question (the context is -p or -f)");
   }
 
   Timer load_timer;
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
-  const auto tokenizer = Tokenizer::from_gguf(*file);
-  const ModelHparams& hp = model->hparams();
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const ModelInfo& hp = model.info();
+  const Tokenizer& tokenizer = model.tokenizer();
   const int n_ctx = o.ctx > 0 ? o.ctx : hp.n_ctx_train;
   if (n_ctx > hp.n_ctx_train) {
     fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, hp.n_ctx_train);
@@ -98,15 +92,13 @@ int run(const RunOptions& o) {
     std::vector<ChatMessage> messages;
     if (!o.system.empty()) messages.push_back({"system", o.system});
     messages.push_back({"user", user});
-    ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
-    if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
-    text = apply_chat_template(tmpl, messages, /*add_generation_prompt=*/true);
+    text = apply_chat_template(model.pick_chat_template(o.chat_template), messages, /*add_generation_prompt=*/true);
   }
   size_t split = text.size();  // where the question starts
   if (o.question_agnostic) split = text.rfind(o.question);
-  std::vector<int32_t> ids = tokenizer->encode(text.substr(0, split), tokenizer->add_bos(), /*parse_special=*/o.chat);
+  std::vector<int32_t> ids = tokenizer.encode(text.substr(0, split), tokenizer.add_bos(), /*parse_special=*/o.chat);
   std::vector<int32_t> question_ids;
-  if (split < text.size()) question_ids = tokenizer->encode(text.substr(split), false, o.chat);
+  if (split < text.size()) question_ids = tokenizer.encode(text.substr(split), false, o.chat);
   const size_t n_prompt = ids.size() + question_ids.size();
   if (static_cast<int>(n_prompt) + 1 > n_ctx) {
     fail(ErrorKind::kOutOfRange, "the prompt has {} tokens but --ctx is {} (the model allows up to {})",
@@ -116,8 +108,7 @@ int run(const RunOptions& o) {
              hp.name, hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
   if (o.show_prompt) fmt::print("{}", text);
 
-  ThreadPool pool(o.threads);
-  Sequence session(*model, n_ctx, pool, so);
+  Session session(model, so);
   fmt::print(stderr, "KV cache: {}, {}\n", kv_type_name(so.kv_type), so.press.describe());
   // Progress on long prompts only; short ones finish before a line would be useful.
   std::function<void(int, int)> progress;
@@ -140,12 +131,12 @@ int run(const RunOptions& o) {
     session.prefill(ids, progress);  // the context alone, compressed
     const double context_s = prefill_timer.seconds();
     gp.compress_prompt = false;
-    st = generate(session, *tokenizer, question_ids, gp, print_piece);
+    st = generate(session, question_ids, gp, print_piece);
     st.n_prompt = static_cast<int>(n_prompt);
     st.prefill_s += context_s;
   } else {
     ids.insert(ids.end(), question_ids.begin(), question_ids.end());
-    st = generate(session, *tokenizer, ids, gp, print_piece, progress);
+    st = generate(session, ids, gp, print_piece, progress);
   }
   fmt::print("\n");
   std::fflush(stdout);
@@ -156,8 +147,8 @@ int run(const RunOptions& o) {
              "peak RSS {} | KV cache {} ({:.1f}x smaller than full {}) | weights {}\n",
              st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9), st.prefill_s,
              st.n_decoded / std::max(st.decode_s, 1e-9), st.n_generated, format_bytes(peak_rss_bytes()),
-             format_bytes(session.kv().bytes()), full / std::max<double>(1, session.kv().bytes()),
-             format_bytes(session.kv_full_bytes()), format_bytes(model->weight_bytes()));
+             format_bytes(session.kv_bytes()), full / std::max<double>(1, session.kv_bytes()),
+             format_bytes(session.kv_full_bytes()), format_bytes(hp.weight_bytes));
   return 0;
 }
 
@@ -182,13 +173,7 @@ Action add_run(CLI::App& app) {
                "compress the context before the question is prefilled (needs --question)");
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
-  app.add_option("--temp", o->sampling.temperature, "temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--top-k", o->sampling.top_k, "top-k (0 = off)")->capture_default_str();
-  app.add_option("--top-p", o->sampling.top_p, "top-p (1 = off)")->capture_default_str();
-  app.add_option("--min-p", o->sampling.min_p, "min-p (0 = off)")->capture_default_str();
-  app.add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
-  app.add_option("--repeat-last-n", o->sampling.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
-  app.add_option("--seed", o->sampling.seed, "sampling seed")->capture_default_str();
+  add_sampling_flags(app, o->sampling);
   return [o] { return run(*o); };
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "internal_bridge.h"
 #include "engine/scheduler.h"
 #include "io/gguf.h"
 #include "snapkv/tokenizer.h"
@@ -16,7 +17,7 @@
 #include "model/model.h"
 #include "server/http_server.h"
 #include "util/error.h"
-#include "util/memory.h"
+#include "snapkv/memory.h"
 
 namespace snapkv::cli {
 namespace {
@@ -39,7 +40,7 @@ int serve(ServeOptions& o) {
   if (o.http.port < 0 || o.http.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be between 0 and 65535");
   o.sched.kv_memory = parse_bytes(o.kv_memory);
   o.http.max_body = parse_bytes(o.max_body);
-  const SequenceOptions so = o.kv.session_options();
+  const SequenceOptions so = sequence_options(o.kv.session_options());
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
@@ -54,8 +55,8 @@ int serve(ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const auto file = GgufFile::open(o.model, o.model_flags.file_memory());
-  const auto model = load_decoder(*file, o.model_flags.model_options());
+  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
   const auto tokenizer = Tokenizer::from_gguf(*file);
   const ModelHparams& hp = model->hparams();
   if (o.sched.n_ctx > hp.n_ctx_train) {

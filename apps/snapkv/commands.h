@@ -4,6 +4,8 @@
 
 #include <functional>
 
+#include "model_options.h"
+
 namespace snapkv::cli {
 
 using Action = std::function<int()>;
@@ -22,8 +24,5 @@ Action add_bench_decode(CLI::App& app);
 Action add_bench_phase(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
-
-// The model used when -m is not given: the one scripts/setup.sh downloads.
-inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 }  // namespace snapkv::cli

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "commands.h"
-#include "util/error.h"
+#include "snapkv/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"snapkv: long-context LLM inference with a SnapKV-compressed KV cache"};

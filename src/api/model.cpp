@@ -12,6 +12,14 @@ std::string ModelOptions::validate() const {
   return {};
 }
 
+bool parse_kv_type(const std::string& s, KvType& out) {
+  if (s == "f16") out = KvType::kF16;
+  else if (s == "bf16") out = KvType::kBF16;
+  else if (s == "f32") out = KvType::kF32;
+  else return false;
+  return true;
+}
+
 bool parse_matmul_activations(const std::string& s, MatmulActivations& out) {
   if (s == "f32") out = MatmulActivations::kF32;
   else if (s == "q16") out = MatmulActivations::kQ16;

@@ -2,7 +2,7 @@
 
 #include "engine/sampler.h"
 #include "util/error.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 #include "util/utf8.h"
 
 namespace snapkv {

@@ -7,7 +7,7 @@
 #include "kv/kv_bound.h"
 #include "util/error.h"
 #include "util/memory.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 #include "util/utf8.h"
 
 namespace snapkv {

@@ -14,7 +14,7 @@
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
 #include "util/error.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv {
 

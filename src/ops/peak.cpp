@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "util/error.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS HWY_SSSE3

@@ -8,7 +8,7 @@
 
 #include "server/api_response.h"
 #include "util/error.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv::server {
 

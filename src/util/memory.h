@@ -1,21 +1,10 @@
 #pragma once
-#include <cstddef>
-#include <string>
-#include <string_view>
+#include "snapkv/memory.h"
 
 namespace snapkv {
 
-// Peak resident set size of this process in bytes (VmHWM), 0 where unavailable.
-size_t peak_rss_bytes();
-// Current resident set size in bytes (VmRSS), 0 where unavailable.
-size_t current_rss_bytes();
 // Hands the allocator's free pages back to the system (glibc: malloc_trim), so that RSS follows
 // the memory in use after large blocks (a finished sequence's KV cache) are freed. No-op elsewhere.
 void release_free_memory();
-// "1.23 GiB", "456.0 MiB", "789 B".
-std::string format_bytes(double bytes);
-// "2GiB", "512MiB", "64KiB", "1G", "1000000" (a number with an optional K/M/G/T unit, binary
-// either way, "B" and "iB" optional) to bytes. Error(kInvalidArgument) naming what is wrong.
-size_t parse_bytes(std::string_view text);
 
 }  // namespace snapkv

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "util/error.h"
-#include "util/timer.h"
+#include "snapkv/timer.h"
 
 namespace snapkv {
 

@@ -1,9 +1,9 @@
 #pragma once
+// Wall-clock stopwatch, seconds as double, for progress lines and statistics.
 #include <chrono>
 
 namespace snapkv {
 
-// Wall-clock stopwatch, seconds as double.
 class Timer {
  public:
   Timer() : start_(std::chrono::steady_clock::now()) {}

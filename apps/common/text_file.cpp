@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "util/error.h"
+#include "cli_error.h"
 
 namespace snapkv::cli {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "util/error.h"
+#include "cli_error.h"
 
 namespace snapkv::cli {
 
@@ -27,12 +27,9 @@ void add_kv_options(CLI::App& app, KvOptions& o) {
                  "during generation, re-compress a head once it holds capacity + N entries (0 = never)")->capture_default_str();
 }
 
-SequenceOptions KvOptions::session_options() const {
-  SequenceOptions s;
-  if (type == "f16") s.kv_type = KvType::kF16;
-  else if (type == "bf16") s.kv_type = KvType::kBF16;
-  else if (type == "f32") s.kv_type = KvType::kF32;
-  else fail(ErrorKind::kInvalidArgument, "--kv-type must be f16, bf16 or f32, got '{}'", type);
+SessionOptions KvOptions::session_options() const {
+  SessionOptions s;
+  if (!parse_kv_type(type, s.kv_type)) fail(ErrorKind::kInvalidArgument, "--kv-type must be f16, bf16 or f32, got '{}'", type);
   s.press = press;
   if (!parse_pool(pool, s.press.pool)) fail(ErrorKind::kInvalidArgument, "--kv-pool must be max or avg, got '{}'", pool);
   if (!parse_gqa(gqa, s.press.gqa)) {

@@ -1,7 +1,6 @@
 #include "model_options.h"
 
-#include "ops/rows8.h"
-#include "util/error.h"
+#include "cli_error.h"
 
 namespace snapkv::cli {
 
@@ -14,17 +13,13 @@ void add_model_flags(CLI::App& app, ModelFlags& o) {
       ->capture_default_str();
 }
 
-DecoderOptions ModelFlags::model_options() const {
-  DecoderOptions m;
-  if (decode_activations == "f32") m.decode_activations = MatmulActivations::kF32;
-  else if (decode_activations == "q8") m.decode_activations = MatmulActivations::kQ8;
-  else if (decode_activations == "q16") m.decode_activations = MatmulActivations::kQ16;
-  else fail(ErrorKind::kInvalidArgument, "--decode-activations must be f32, q16 or q8, got '{}'", decode_activations);
+ModelOptions ModelFlags::model_options(int threads) const {
+  ModelOptions m;
+  m.threads = threads;
+  if (!parse_matmul_activations(decode_activations, m.decode_activations)) {
+    fail(ErrorKind::kInvalidArgument, "--decode-activations must be f32, q16 or q8, got '{}'", decode_activations);
+  }
   return m;
-}
-
-GgufFile::Memory ModelFlags::file_memory() const {
-  return rows8_wanted(model_options().decode_activations) ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
 }
 
 }  // namespace snapkv::cli

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/sequence.h"
+#include "snapkv/session.h"
 
 namespace snapkv::cli {
 
@@ -17,7 +17,7 @@ struct KvOptions {
   PressConfig press;
 
   // The session options these flags describe, or Error(kInvalidArgument) with a readable message.
-  SequenceOptions session_options() const;
+  SessionOptions session_options() const;
 };
 
 void add_kv_options(CLI::App& app, KvOptions& o);
