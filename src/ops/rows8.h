@@ -4,7 +4,7 @@
 //
 // In the GGUF layout a kernel finishes a row before the next; each pair of blocks costs it two
 // scale conversions, two broadcasts and a horizontal sum, about half of its vector instructions
-// (on Zen 4 the Q4_1 kernel was limited by them, not by memory). Interleaved, one 256-bit load
+// (enough that a kernel can be limited by them rather than by memory). Interleaved, one 256-bit load
 // holds 4 code bytes of each of 8 rows: a dot-product instruction with 4 broadcast activation
 // bytes adds to 8 rows at once, the 8 rows' scales are one 16-byte load, and the 8 lanes of the
 // sums are the 8 rows' results.
