@@ -29,8 +29,8 @@ Sampler::Sampler(const SamplingParams& params) : p_(params), rng_(params.seed) {
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   const bool penalty = p_.repeat_penalty != 1.0f && p_.repeat_last_n > 0;
-  // Greedy without a penalty: the first largest logit, as below, without the candidate list (49K
-  // pairs built per token, 1 % of a short decode's samples).
+  // Greedy without a penalty: the first largest logit, as below, without the candidate list (a
+  // pair per vocabulary entry, built per token).
   if (p_.temperature <= 0.0f && !penalty) return greedy_token(logits);
   const auto n = static_cast<int32_t>(logits.size());
   cand_.resize(n);

@@ -66,13 +66,12 @@ class KvCache final : public KvStore {
     size_t bytes = 0;
   };
   // The keys and values of all stored heads of a layer, in one buffer, so that a long context's
-  // layer is 2 MiB or more, in huge pages, where a buffer per head and per K or V (1 MB each after
-  // 7,680 tokens with the default model) was in 4 KiB pages, a TLB miss each and the end of the
-  // hardware prefetcher's stream (throw-away probe, attention decode over 30 such layers, 2 threads,
-  // medians of 14,700-15,300 passes per phase of the Zen 4 VM: 5.61 -> 5.14 ms in far phases, 6.07
-  // -> 5.85 in near ones; 1 thread 9.06 -> 8.31). Head h has room for cap[h] entries: its keys from
-  // byte at[h], then its values; rows of row_bytes_, so rows whose size is a multiple of 64 bytes
-  // (f16 with head_dim 64) start on cache lines and their vector loads never straddle two.
+  // layer is 2 MiB or more and lies in huge pages. A buffer per head and per K or V (about 1 MB
+  // each for a long context) would lie in 4 KiB pages, each page a TLB miss and the end of the
+  // hardware prefetcher's stream, which slows attention in decode. Head h has room for cap[h]
+  // entries: its keys from byte at[h], then its values; rows of row_bytes_, so rows whose size is
+  // a multiple of 64 bytes (f16 with head_dim 64) start on cache lines and their vector loads
+  // never straddle two.
   struct Layer {
     Buffer data;
     std::vector<size_t> cap, at;            // [n_head]

@@ -224,15 +224,14 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
     L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
     L.w_down = load_matrix(f, p + "ffn_down.weight", h.n_ff, e);
   }
-  // With 8-bit activations, decode reads copies of the matrices interleaved by 8 rows (rows8.h):
-  // on Zen 4 the kernels run 1.4-2x as fast on them from the cache, and a decode step after a
-  // short prompt 1.3x. Prefill and the embeddings read the copies too, so the file's pages of a
-  // copied matrix leave memory, one matrix after another, when the file is mapped
-  // (GgufFile::release; another model built from the same file reads them again from the file).
+  // With 8-bit activations, decode reads copies of the matrices interleaved by 8 rows (rows8.h),
+  // on which the kernels run faster. Prefill and the embeddings read the copies too, so the
+  // file's pages of a copied matrix leave memory, one matrix after another, when the file is
+  // mapped (GgufFile::release; another model built from the same file reads them again from the
+  // file).
   // The copies share one buffer, in the order decode reads them: a buffer of 2 MiB or more is in
-  // huge pages (aligned_vector.h), where a buffer per matrix (most under 2 MiB) was in 4 KiB
-  // pages, each a TLB miss and the end of the hardware prefetcher's stream. Zen 4 VM: a decode
-  // step's weight matvecs 3.09 -> 2.73 ms (probe), decode 1.05-1.09x faster.
+  // huge pages (aligned_vector.h), where a buffer per matrix (most under 2 MiB) would be in 4 KiB
+  // pages, each a TLB miss and the end of the hardware prefetcher's stream.
   if (rows8_wanted(opts_.decode_activations)) {
     std::vector<WeightMatrix*> copied;
     for (Layer& L : layers_) {

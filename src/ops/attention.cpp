@@ -5,10 +5,9 @@
 //
 // Scores for many rows: the key block is transposed once to KT [d][kKeyBlock], so a row's
 // scores accumulate with one broadcast FMA per dimension across all keys of the block (no
-// horizontal sums); on AVX-512, kRowGroup rows at a time share each loaded K and V vector
-// (prefill 512 queries over 8,192 keys, 2 threads: 129 -> 236 GFLOP/s with the vectorized
-// transpose and 32-token tiles). For few rows (decode) transposing costs more than it saves, so the scores are
-// direct dot products, a group of keys at a time with one transpose-add tree for the group. On
+// horizontal sums); on AVX-512, kRowGroup rows at a time share each loaded K and V vector. For
+// few rows (decode) transposing costs more than it saves, so the scores are direct dot products,
+// a group of keys at a time with one transpose-add tree for the group. On
 // AVX-512, decode with a 64-wide head and up to 3 rows skips the block buffers altogether
 // (AttendRangeInRegisters).
 #include "ops/attention.h"
@@ -34,12 +33,10 @@
 #define SNAPKV_OPS_ATTENTION_CONSTANTS_
 namespace snapkv::attention_detail {
 inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
-inline constexpr int kTokenTile = 32;  // query tokens that share each key block (16: 10 % slower)
+inline constexpr int kTokenTile = 32;  // query tokens that share each key block (and its transpose)
 inline constexpr int kTransposeMinRows = 8;
-// Decode: how far ahead K and V are prefetched. 8 KiB rather than 4: 30 layers of 7,680 f16 keys
-// in memory (a throw-away probe, the distances taking turns pass by pass, medians of 6,600-13,400
-// passes per phase of the Zen 4 VM, 2 threads) 5.76 -> 5.46 ms in far phases, 5.96 -> 5.90 in near
-// ones; 1 thread 9.58 -> 8.51 ms (100 passes each); 16 KiB slower than 8 in both phases.
+// Decode: how far ahead K and V are prefetched. Over a cache in memory, 4 KiB ahead does not hide
+// the memory's latency as well as 8, and 16 KiB is no better than 8.
 inline constexpr size_t kPrefetchBytes = 8192;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -377,8 +374,8 @@ struct KvF32 {
 };
 
 // Row j of a stored K or V array of G-vector rows, widened into x; prefetches the row
-// kPrefetchBytes ahead into L2 (prefetcht1): into L1 (prefetcht0) the two streams read 20-21 GB/s
-// of a cache in memory on two threads of the AVX-512 VM, into L2 22-25 (4 to 16 KiB ahead alike).
+// kPrefetchBytes ahead into L2 (prefetcht1): prefetched into L1 (prefetcht0) instead, the two
+// streams read a cache in memory more slowly, whatever the distance ahead.
 template <class Kv, int G>
 HWY_INLINE void LoadRow(const uint8_t* base, int j, VF* x) {
   constexpr size_t kL = hn::MaxLanes(DF()), kRow = G * kL * Kv::kSize;
@@ -445,8 +442,8 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     for (int g = 0; g < G; ++g) qv[r][g] = hn::LoadU(df, q + r * d + g * kL), a[r][g] = hn::Zero(df);
   }
   // Keys per pass over K, then V: 256 (32 KiB of f16 K, then as much V) in place of kKeyBlock's
-  // 64: one layer of 8,192 cache-resident keys 147-149 -> 128-132 us on 2 threads, decode after
-  // 7,396 tokens with the full cache 66.3 -> 68.3 tok/s.
+  // 64: fewer blocks, so fewer rescales of the accumulators and fewer switches between the K and V
+  // streams, which makes decode over a long cache faster.
   constexpr int kBlock = 256;
   HWY_ALIGN float s[R][kBlock];
   for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
@@ -779,8 +776,8 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   std::vector<float> acc(items.size() * rows * d), m(items.size() * rows), l(items.size() * rows);
   // Each thread takes a contiguous run of the items: a head's consecutive ranges are adjacent in
   // memory, so a thread's K and V streams, and their prefetch past the end of a range, run on into
-  // its next one. Every nth item instead: whole decode steps after 7,680 tokens 1.10x as long in the
-  // Zen 4 VM's far phases (8.48 against 7.72 ms, 500 token-paired steps), 1.02x after 1,024 in near ones.
+  // its next one. Taking every nth item instead breaks the streams at every item and makes decode
+  // slower, most of all with a long cache in memory.
   pool.run([&](int ith, int nth) {
     const size_t w0 = items.size() * ith / nth, w1 = items.size() * (ith + 1) / nth;
     for (size_t w = w0; w < w1; ++w) {

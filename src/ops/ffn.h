@@ -15,10 +15,8 @@ namespace snapkv {
 // The same results as matmul_many(gate, up), silu_mul_inplace and matmul(down) with `act`. Where
 // all three round to the same bits (matmul_activation_bits), each thread also multiplies and
 // rounds its own rows of gate and up in the job that computes them, so the calling thread
-// neither reads the other threads' floats nor runs that work alone. On a 2-vCPU Zen 4 VM a q8
-// decode step took 0.992x as long (token-paired, in phases when the VM reads about 30 GB/s) and
-// 0.975x (about 55 GB/s, when a cache line takes ~6x as long to go from one vCPU to the other:
-// util/round_trip.h); `snapkv run` 1.019x as fast (140 alternating pairs).
+// neither reads the other threads' floats (cache lines that would cross between cores) nor runs
+// that work alone while the others wait.
 // Throws Error(kInvalidArgument) when the shapes do not fit, and as matmul does.
 void swiglu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down, const float* x,
                 int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool, MatmulActivations act);

@@ -84,7 +84,7 @@ using dq::VF;
 // ---------------------------------------------------------------------------------------------
 // Decode: each weight row is decoded once per pass and multiplied into the accumulators of up to
 // kGemvPassTokens tokens. Up to kMatmulDecodeMaxTokens tokens (two passes) this beats the prefill
-// path, which pads tokens to blocks of 2 vectors (measured on Zen 3, AVX2).
+// path, which pads tokens to blocks of 2 vectors.
 
 inline constexpr int64_t kGemvPassTokens = 4;
 
@@ -377,7 +377,7 @@ void GemmMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_to
 // Decode: one pool job for all the matrices, each thread taking a contiguous share of the rows of
 // every one, so matrices too small to split on their own are split too, and the threads meet
 // once for all of them. (Handing out items of 32 or 128 KiB of rows one at a time instead, as
-// prefill does, made decode 5-10 % slower: a thread's rows no longer follow one another.)
+// prefill does, slows decode: a thread's rows no longer follow one another.)
 void GemvMany(const MatmulJob* jobs, size_t n_jobs, const float* x, int64_t n_tok, ThreadPool& pool) {
   int64_t work = 0;
   for (size_t j = 0; j < n_jobs; ++j) work += jobs[j].w->n_out * jobs[j].w->n_in * n_tok;

@@ -84,9 +84,9 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
     prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     __m256 acc[T], off[T];
     for (int t = 0; t < T; ++t) acc[t] = off[t] = _mm256_setzero_ps();
-    // Running pointers: with the indices worked out afresh for every pair, a third of the loop's
-    // 30 instructions a pair were address arithmetic, and the kernel took 1.2x as long on Zen 4
-    // (which dispatches 6 instructions a cycle).
+    // Running pointers: with the indices worked out afresh for every pair, about a third of the
+    // loop's instructions are address arithmetic, which slows the kernel even on a CPU that
+    // dispatches many instructions a cycle.
     const uint8_t* blk = row;
     const int8_t* xq[T];
     const float* xd[T];
@@ -206,8 +206,8 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
     }
     for (int64_t b = 0; b < nb; ++b, p += kGroupBlock) {
       // A block's bytes kPrefetchBytes ahead, a few lines per block: asked for a group (3-8 KiB)
-      // at a time, as prefetch_row_ahead does for a row, the prefetches queued up behind each other
-      // and the matvecs from memory took up to 1.5x as long.
+      // at a time, as prefetch_row_ahead does for a row, the prefetches queue up behind each other
+      // and the matvecs from memory slow down.
       if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       __m256i s[T], s1[T], s2[T];

@@ -24,8 +24,8 @@ int round_to_int(float v) {
 }
 
 // The rounding of quantize_q8, block by block, to int8 or int16 codes (these in the order of
-// q16_slot); QuantizeBlocks in matvec_q8-inl.h does the same in AVX2. (As scalar code, the
-// rounding took 6-12 % of a 2-thread q8 decode step.)
+// q16_slot); QuantizeBlocks in matvec_q8-inl.h does the same in AVX2, since as scalar code the
+// rounding is a noticeable share of a q8 decode step.
 template <class Code>
 void quantize_blocks(const float* x, int64_t n_blocks, Code* q, float* d4, float* sum4) {
   constexpr float kMax = std::numeric_limits<Code>::max();

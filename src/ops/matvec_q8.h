@@ -5,19 +5,19 @@
 // Each block of 32 activations is scaled to int8 as llama.cpp's Q8 types are (d = max|x| / 127,
 // q = round(x / d)); a weight block times an activation block is then one integer dot product
 // (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw + vpmaddwd) and one float multiply-add by the two
-// scales. Where the float dequantize-and-dot is limited by arithmetic rather than by memory (seen
-// on Zen 4, which runs AVX-512 as two 256-bit halves), this does the same rows in about half the
-// time. The price is accuracy: the result is the weights times the rounded activations, each off
+// scales. Where the float dequantize-and-dot is limited by arithmetic rather than by memory (as
+// on CPUs that run AVX-512 as two 256-bit halves), this does the same rows in much less time.
+// The price is accuracy: the result is the weights times the rounded activations, each off
 // by up to d / 2 = max|x| / 254 of its block, where the f32 path agrees with the double reference
 // to rounding. The offset term of Q4_0 and Q4_1 (min times the sum of the activations) uses the
 // sum of the rounded activations too: with the unrounded sum, the error would be that of the
-// codes (0..15) rather than of the weights (centred on 0), about twice as large (measured on
-// random blocks with min = -8 d). Matrices with a copy interleaved by 8 rows (rows8.h, which the
+// codes (0..15) rather than of the weights (centred on 0), about twice as large (on random
+// blocks with min = -8 d). Matrices with a copy interleaved by 8 rows (rows8.h, which the
 // model makes in this mode) are read from it, 8 rows at a time.
 //
 // The same path rounds to 16 bits instead (MatmulActivations::kQ16, d = max|x| / 32767, int16
 // codes, vpdpwssd or vpmaddwd) for interleaved matrices: twice the integer instructions of 8 bits,
-// still about 0.4 of the float kernel's time on Zen 4, with an error 258 times smaller (max|x| /
+// still well under the float kernel's time, with an error 258 times smaller (max|x| /
 // 65534 per activation; the dot product of a 576-wide Q4_1 row 1.8e-5 of the largest result,
 // against 5.8e-3 with 8 bits).
 #include <cstdint>

@@ -22,9 +22,9 @@ struct RopeParams {
 };
 
 // The cosines and sines of n_tok tokens' angles theta_i = pos * inv_freq[i] (in double, rounded
-// to float), [n_tok][n_rot / 2] each, from RopeParams::inv_freq. A forward call works them out once for the queries and keys of all its
-// layers: per layer and rope call, a decode step of the default model would spend 60 x 0.4 us of
-// math library calls on them.
+// to float), [n_tok][n_rot / 2] each, from RopeParams::inv_freq. A forward call works them out
+// once for the queries and keys of all its layers, rather than repeating the math library's cos
+// and sin for each layer and each rope call.
 struct RopeAngles {
   int64_t half = 0;  // n_rot / 2
   std::vector<float> cos, sin;

@@ -1,9 +1,9 @@
 #pragma once
 // Software prefetch for the decode kernels, which stream each weight row once per token.
 //
-// From DRAM (any model that does not fit in the cache), on some CPUs (seen on a 2-vCPU Xeon VM)
-// the hardware prefetcher does not keep up with rows this short: the matvec ran 3x slower out of
-// memory than from cache. So a thread asks for its first kPrefetchBytes before its first row, and
+// From DRAM (any model that does not fit in the cache), on some CPUs the hardware prefetcher does
+// not keep up with rows this short, and the matvec runs several times slower out of memory than
+// from cache. So a thread asks for its first kPrefetchBytes before its first row, and
 // before each row for the row's bytes kPrefetchBytes further on, up to the end of its rows.
 #include <algorithm>
 #include <cstddef>

@@ -8,8 +8,8 @@
 namespace snapkv {
 
 // Splitting a product among threads pays off above about 2^17 multiply-adds: the pool's workers
-// spin between jobs, so a run() costs about a microsecond, and a 576 x 1536 Q4_1 matvec
-// (2^19.8 multiply-adds, 80 us on one thread) takes about 41 us on two.
+// spin between jobs, so a run() costs about a microsecond, small against the time one thread
+// takes for a product of that size, and a larger product splits almost perfectly.
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 17;
 
 inline bool runs_inline(const ThreadPool& pool, int64_t work) { return pool.size() == 1 || work < kMinParallelWork; }

@@ -4,10 +4,10 @@
 //
 // In the GGUF layout a kernel finishes a row before the next; each pair of blocks costs it two
 // scale conversions, two broadcasts and a horizontal sum, about half of its vector instructions
-// (on Zen 4 the Q4_1 kernel was limited by them, not by memory). Interleaved, one 256-bit load
-// holds 4 code bytes of each of 8 rows: a dot-product instruction with 4 broadcast activation
-// bytes adds to 8 rows at once, the 8 rows' scales are one 16-byte load, and the 8 lanes of the
-// sums are the 8 rows' results.
+// (enough that a kernel can be limited by them rather than by memory). Interleaved, one 256-bit
+// load holds 4 code bytes of each of 8 rows: a dot-product instruction with 4 broadcast
+// activation bytes adds to 8 rows at once, the 8 rows' scales are one 16-byte load, and the 8
+// lanes of the sums are the 8 rows' results.
 //
 // Group g of rows 8g .. 8g + 7, block b (nb blocks per row) starts at (g * nb + b) * 8 * B, B the
 // type's block bytes (18, 20, 34), and holds the 8 rows' f16 scales d, for Q4_1 then their f16

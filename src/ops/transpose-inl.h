@@ -1,7 +1,7 @@
 // A 16 x 16 f32 transpose in AVX-512 registers, compiled once per instruction set (a Highway
 // "-inl" header: include it after hwy/highway.h from a file that is re-included by
 // hwy/foreach_target.h). Defined for the AVX-512 targets only; the others transpose in scalar
-// loops where they need one (an 8 x 8 AVX2 form measured no faster in the prefill matmul).
+// loops where they need one (an 8 x 8 AVX2 form gains nothing in the prefill matmul).
 
 #if defined(SNAPKV_OPS_TRANSPOSE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SNAPKV_OPS_TRANSPOSE_INL_H_

@@ -32,7 +32,7 @@ TEST(Q8Memory, CopiedMatricesLeaveTheMappedFile) {
   std::printf("q8 model from the mapped file: resident size grew by %.1f MiB (weights %.1f MiB)\n", grew / (1 << 20),
               weights / (1 << 20));
   EXPECT_GT(grew, 0.8 * weights);  // the copies
-  EXPECT_LT(grew, 1.25 * weights);  // and not the file's pages besides (2x before)
+  EXPECT_LT(grew, 1.25 * weights);  // and not the file's pages besides (those would make it 2x)
   // The float model reads the file's rows, released pages included: the same logits as the
   // model from the file read into memory.
   const auto f32 = load_decoder(*file);

@@ -131,8 +131,7 @@ TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
   for (const Parting& q : p.parted) {
     EXPECT_LT(q.ref_margin, kNearTie) << q.name << ": llama.cpp was sure at step " << q.step;
   }
-  EXPECT_GE(p.identical, 4);  // 4 measured since the kernels read rows interleaved by 8, 5 before (the AVX2
-                              // and VNNI kernels give the same bits)
+  EXPECT_GE(p.identical, 4);  // 4 measured (the AVX2 and VNNI kernels give the same bits)
 }
 
 TEST(ReferenceGreedy, Q16DecodeFollowsTransformers) {

@@ -103,8 +103,8 @@ TEST(ReferenceLogits, Q8DecodeIsAsCloseToTransformersAsLlamaCpp) {
   // over the first 400 positions of the essay, measured as llama.cpp does the same (it rounds
   // activations to 8 bits too; tools/reference/measure_llamacpp_decode_logits.py): llama-cpp-python
   // 0.3.36, same GGUF, one token per eval, top-5 logits against this fixture: |logit diff| mean
-  // 0.132, p99 0.508, max 0.82; top-1 386/400 (measured on 2026-11-24; our q8 path: 0.137, 0.485,
-  // 1.05, 380/400). The bounds below leave about 50 % on llama.cpp's figures.
+  // 0.132, p99 0.508, max 0.82; top-1 386/400. The bounds below leave about 50 % on llama.cpp's
+  // figures.
   const DecodeDiffs d = teacher_forced_decode(*test::reference_model_q8().model, 400);
   EXPECT_LT(d.mean, 0.2);
   EXPECT_LT(d.p99, 0.75);

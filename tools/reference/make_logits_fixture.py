@@ -5,7 +5,7 @@ Writes tests/fixtures/logits_transformers.json. Run inside tools/reference/.venv
 
     tools/reference/.venv/bin/python tools/reference/make_logits_fixture.py
 
-The text is the start of a Paul Graham essay (shared/data/niah_paulgraham), tokenized
+The text is the start of a Paul Graham essay (niah_paulgraham/ in the evaluation data), tokenized
 with the tokenizer transformers builds from the GGUF metadata, cut to N tokens, and
 run through the model in one causal forward pass. Position i holds the prediction
 for token i+1 given tokens 0..i.

@@ -5,8 +5,8 @@ Writes tests/fixtures/longeval_transformers.json. Run inside tools/reference/.ve
 
     tools/reference/.venv/bin/python tools/reference/make_longeval_fixture.py   # ~12 min on 2 cores (eight 4.4K-token prompts)
 
-For the first --cases records of shared/data/longeval_lines/testcases/200_lines.jsonl: the
-record's prompt, verbatim, is the user message of the model's chat template (the GGUF's,
+For the first --cases records of longeval_lines/testcases/200_lines.jsonl in the evaluation
+data: the record's prompt, verbatim, is the user message of the model's chat template (the GGUF's,
 rendered by transformers' apply_chat_template with the generation prompt), tokenized by the
 tokenizer transformers builds from the GGUF. The model (GGUF dequantized to fp32, eager
 attention) answers greedily, free-running with its KV cache, at most MAX_TOKENS tokens; the

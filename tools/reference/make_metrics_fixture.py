@@ -18,7 +18,7 @@ module-level code (no main(), no comprehension: a comprehension is a frame befor
 
 Pairs: hand-written edge cases (empty, whitespace-only, '.'-only, punctuation, repeated words,
 LCS ties, case, Unicode whitespace, several sentences), real multi_news reference summaries
-(shared/data/longbench/data/multi_news.jsonl) against truncated / reordered / thinned /
+(longbench/data/multi_news.jsonl in the evaluation data) against truncated / reordered / thinned /
 lower-cased / other-record versions, and the two sides of the recursion boundary.
 """
 

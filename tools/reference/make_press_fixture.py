@@ -12,7 +12,7 @@ References (none of them written by us):
     StreamingLLMPress, KnormPress, ObservedAttentionPress, TOVAPress), applied to HF
     transformers' LlamaForCausalLM loaded from the GGUF (dequantized to fp32).
   * A numpy (float64) transcription of the official SnapKV scoring and selection
-    (shared/SNAPKV.md, "Scoring and selection"): sum over the window rows, max-pool with
+    (SnapKV's scoring rule, as docs/presses.md gives it): sum over the window rows, max-pool with
     -inf padding, GQA mean after pooling, top-(C - W) plus the last W positions.
 
 Prompts: the Paul Graham essays (sorted file names, texts concatenated as is, the NIAH

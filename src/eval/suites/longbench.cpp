@@ -1,6 +1,6 @@
 // LongBench v1 (THUDM/LongBench), task multi_news: summarize several news passages; scored by
 // LongBench's ROUGE-L F against the reference summary. Only multi_news is in the shared data
-// (every other English task file is over 4 MiB, SOURCES.md section 3).
+// (every other English task file is over 4 MiB).
 //
 // As LongBench's pred.py: prompt = dataset2prompt[task].format(**record), answered greedily in
 // up to dataset2maxlen[task] tokens, with the chat template (multi_news is not one of the tasks

@@ -1,4 +1,4 @@
-// longeval_lines: LongEval "lines" retrieval (LongChat's LRT-NL, shared/data/SOURCES.md §2). The
+// longeval_lines: LongEval "lines" retrieval (LongChat's LRT-NL). The
 // prompt is a record of lines "line {adjective-noun}: REGISTER_CONTENT is <{1..50000}>" and asks
 // for the number of one line; the answer is right when the last number in it is that number.
 //

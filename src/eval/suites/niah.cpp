@@ -1,5 +1,5 @@
-// niah: needle in a haystack (gkamradt/LLMTest_NeedleInAHaystack, shared/data/SOURCES.md §1). A
-// needle sentence is hidden at a depth of a haystack of Paul Graham essays; the model is asked
+// niah: needle in a haystack (gkamradt/LLMTest_NeedleInAHaystack). A needle sentence is hidden
+// at a depth of a haystack of Paul Graham essays; the model is asked
 // about it and answers greedily. Scores: ROUGE-1 F(needle, answer) x 10 (as PyramidKV's HF
 // variant), the share of the needle's content words in the answer, and whether the answer holds
 // the needle's key phrase.

@@ -1,6 +1,6 @@
 // RULER (Hsieh et al. 2024; NVIDIA/RULER @ c3f5e3b), its 11 synthetic tasks: niah_single_1..3,
-// niah_multikey_1..3, niah_multivalue, niah_multiquery, vt, cwe and fwe, generated from the
-// recipes in shared/data/SOURCES.md §8 (the generators are in ruler_tasks.cpp), at each length
+// niah_multikey_1..3, niah_multivalue, niah_multiquery, vt, cwe and fwe, generated as RULER's
+// Python generators make them (ours are in ruler_tasks.cpp), at each length
 // (max_seq_length: prompt tokens plus tokens_to_generate), scored with string_match_all.
 //
 // Sizing follows RULER: per (task, length) a probe case's haystack is binary-searched until its

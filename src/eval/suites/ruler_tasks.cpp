@@ -1,4 +1,4 @@
-// The RULER task generators (see ruler_tasks.h; the recipes are in shared/data/SOURCES.md §8).
+// The RULER task generators (see ruler_tasks.h), written after RULER's Python generators.
 // Each function below names the RULER script it follows. All randomness comes from EvalRng:
 // RULER's global `random`/`np.random` draws become draws from the case's own stream, and its
 // `random.Random(seed).shuffle(x)` (a fresh generator every time, so equal-length lists get the
@@ -97,7 +97,7 @@ std::string random_letters(EvalRng& rng, int n, char first) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Data (shared/data/SOURCES.md §4)
+// Data (<data>/ruler: PaulGrahamEssays.json and the wonderwords word lists)
 
 // re.sub(r'\s+', ' ', text).split(' ') without the empty words at the ends.
 std::vector<std::string> split_whitespace(const std::string& text) {

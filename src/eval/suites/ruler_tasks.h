@@ -1,9 +1,9 @@
 #pragma once
-// The RULER synthetic tasks (NVIDIA/RULER @ c3f5e3b, scripts/data/synthetic/*.py; the recipes are
-// written out in shared/data/SOURCES.md §8): their table, their input data, and one generator
-// that turns (task, case seed, haystack size) into the text of a case. Sizing the haystack to a
-// token length is the suite's job (ruler.cpp); everything here is a pure function of its
-// arguments, so a case can be rebuilt alone from its seed.
+// The RULER synthetic tasks (as RULER's Python generators at NVIDIA/RULER @ c3f5e3b make them):
+// their table, their input data, and one generator that turns (task, case seed, haystack size)
+// into the text of a case. Sizing the haystack to a token length is the suite's job (ruler.cpp);
+// everything here is a pure function of its arguments, so a case can be rebuilt alone from its
+// seed.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -33,7 +33,8 @@ std::span<const RulerTask> ruler_tasks();
 // nullptr when there is no task of that name.
 const RulerTask* find_ruler_task(std::string_view name);
 
-// The inputs read from <data>/ruler (shared/data/SOURCES.md §4).
+// The inputs read from <data>/ruler: PaulGrahamEssays.json (RULER's essay haystack, one
+// {"text": ...} object) and the wonderwords 2.2.0 noun, adjective and verb lists.
 struct RulerData {
   std::vector<std::string> essay_words;     // PaulGrahamEssays.json "text", split on whitespace
   std::vector<uint8_t> essay_sentence_end;  // 1 where a word ends a sentence (see ruler_tasks.cpp)

@@ -1,5 +1,6 @@
 // snapkv: each KV head keeps the window and the capacity - window prefix entries that the window
-// queries attend to most (pooled, reduced over the head's query group). SNAPKV.md.
+// queries attend to most (pooled, reduced over the head's query group; snapkv_scores in
+// press_scores.h, the formula in docs/presses.md).
 #include "kv/press_scores.h"
 #include "kv/presses/presses.h"
 
