@@ -22,6 +22,8 @@ Action add_bench_decode(CLI::App& app);
 Action add_bench_phase(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
+// presses: the registered presses and their options (cmd_presses.cpp).
+Action add_presses(CLI::App& app);
 
 // The model used when -m is not given: the one scripts/setup.sh downloads.
 inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
