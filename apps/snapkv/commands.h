@@ -24,5 +24,7 @@ Action add_bench_decode(CLI::App& app);
 Action add_bench_phase(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
+// presses: the registered presses and their options (cmd_presses.cpp).
+Action add_presses(CLI::App& app);
 
 }  // namespace snapkv::cli

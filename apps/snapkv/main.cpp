@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       snapkv::cli::add_serve);
   add("eval", "evaluate KV-cache compression (fidelity, ...)", snapkv::cli::add_eval);
   add("bench", "side-by-side speed and memory measurements", snapkv::cli::add_bench);
+  add("presses", "list the KV compression presses and their options", snapkv::cli::add_presses);
 
   try {
     app.parse(argc, argv);

@@ -1,10 +1,14 @@
 #pragma once
 // KV cache compression options ("press" = a policy that decides which prompt entries each KV head
 // keeps). Defaults are the SnapKV paper's LongBench setting: window 32, kernel 7, max pooling,
-// and the official rule that prompts no longer than the capacity are kept whole. validate()
-// returns a readable error (empty when valid) for the CLI and the server.
+// and the official rule that prompts no longer than the capacity are kept whole.
+//
+// Each option is declared once, in press_params(): its name (the server's kv_compression field,
+// the CLI flag --kv-<name>), type, allowed values and help. The CLI, the server, validate() and
+// the docs table (`snapkv presses --markdown`) are all generated from that table.
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace snapkv {
@@ -12,7 +16,7 @@ namespace snapkv {
 enum class PoolKind { kMax, kAvg };
 // How the scores of a KV head's query heads become the head's score (GQA models).
 enum class GqaReduce { kMean, kMax, kPerQueryHead };
-// Which formula pyramidkv and ada_kv use for budgets: the papers' (SNAPKV.md) or kvpress 0.5.5's.
+// Which formula pyramidkv and ada_kv use for budgets: the papers' or kvpress 0.5.5's.
 enum class PressVariant { kPaper, kKvpress };
 
 struct PressConfig {
@@ -33,11 +37,61 @@ struct PressConfig {
   int recompress = 0;          // > 0: during decoding, re-compress a head when it holds capacity + this many entries
 
   bool compresses() const { return press != "full"; }
+  // A readable error (empty when valid): every option within its range in press_params(), then
+  // the rules that tie options together (the capacity holds the window; sinks < capacity).
   std::string validate() const;
   std::string describe() const;  // one line, for logs and reports
 };
 
+// The registered presses, in the registry's order (src/kv/press.cpp), each with one line saying
+// what it keeps.
+struct PressInfo {
+  std::string name;
+  std::string summary;
+};
+const std::vector<PressInfo>& press_infos();
 const std::vector<std::string>& press_names();
+
+// An option's value as a JSON document gives it: a string, an integer or a real number; anything
+// else (true, an array, an object) is std::monostate and always rejected.
+using PressValue = std::variant<std::monostate, int64_t, double, std::string>;
+
+// One press option. `label` below is how the caller names the option in its errors
+// ("--kv-capacity", "'kv_compression.capacity'"); every error is one sentence containing it.
+struct PressParam {
+  enum class Type { kInt, kReal, kChoice };
+
+  std::string name;                  // kv_compression field; CLI flag --kv-<name>
+  Type type = Type::kInt;
+  std::string default_text;          // the default PressConfig's value, as text
+  double min = 0, max = 0;           // kInt / kReal: allowed range, bounds included unless *_open
+  bool min_open = false, max_open = false;
+  bool zero_allowed = false;         // 0 is allowed outside the range (ratio: 0 = use the capacity)
+  bool odd = false;                  // kInt: only odd values (pooling kernels)
+  std::vector<std::string> choices;  // kChoice: the allowed strings
+  std::string help;                  // one line
+  PressValue (*get)(const PressConfig&) = nullptr;
+  void (*put)(PressConfig&, const PressValue&) = nullptr;  // a value check() accepted
+
+  std::string flag() const { return "--kv-" + name; }
+  const char* type_name() const;  // "integer", "number", "choice"
+  // The allowed values in words: "in [1, 4096]", "odd, in [1, 1023]", "0 or in (0, 1)", "max | avg".
+  std::string allowed() const;
+  // The option's value in c, as text ("1024", "0.2", "max").
+  std::string text(const PressConfig& c) const;
+  // Empty when v is of the option's type and allowed; else the error.
+  std::string check(const PressValue& v, const std::string& label) const;
+  // check(), then store v into c. Returns check()'s error (c unchanged then).
+  std::string set(PressConfig& c, const PressValue& v, const std::string& label) const;
+  // The same from a command-line word, parsed as the option's type ("1024", "0.5", "avg").
+  std::string set_text(PressConfig& c, const std::string& text, const std::string& label) const;
+};
+
+// Every press option, in the order the CLI help and the docs list them.
+const std::vector<PressParam>& press_params();
+// The option with that name, or nullptr.
+const PressParam* find_press_param(const std::string& name);
+
 bool parse_pool(const std::string& s, PoolKind& out);
 bool parse_gqa(const std::string& s, GqaReduce& out);
 bool parse_variant(const std::string& s, PressVariant& out);

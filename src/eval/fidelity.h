@@ -27,8 +27,7 @@ namespace snapkv {
 struct FidelityParams {
   std::vector<int> lengths = {2048, 4096, 7168};   // prompt lengths L
   std::vector<int> capacities = {128, 256, 512, 1024};
-  std::vector<std::string> presses = {"full", "snapkv", "pyramidkv", "ada_kv", "streaming_llm",
-                                      "h2o", "tova", "knorm", "random"};
+  std::vector<std::string> presses = press_names();  // every registered press
   int n_eval = 256;       // continuation tokens scored after each prompt
   KvType kv_type = KvType::kF16;
   PressConfig base;       // window, kernel, pool, ...; press and capacity are set per cell

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 
 namespace snapkv::server {
@@ -138,45 +137,37 @@ std::vector<std::string> stops_of(const json& body) {
   return out;
 }
 
-std::string choice_of(const json& obj, const char* key, std::string def, const std::vector<std::string>& allowed,
-                      const std::string& prefix) {
-  const json* v = field(obj, key);
-  if (!v) return def;
-  const std::string s = string_of(*v, prefix + key);
-  for (const std::string& a : allowed) {
-    if (a == s) return s;
+// A JSON value as the press options table takes it; other types (true, arrays, objects) are
+// rejected by the table with the field's expected type.
+PressValue press_value(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+    return v.get<int64_t>();
   }
-  bad_request(prefix + key, fmt::format("'{}{}' must be one of {}, got '{}'", prefix, key, fmt::join(allowed, ", "), s));
+  if (v.is_number()) return v.get<double>();
+  return std::monostate{};
 }
 
-// kv_compression: the server's press options overlaid by the request's.
+// kv_compression: the server's press options overlaid by the request's, field by field through
+// the press options table (snapkv/press.h), whose names and checks the CLI flags share.
 PressConfig press_of(const json& body, const PressConfig& def) {
   const json* v = field(body, "kv_compression");
   if (!v) return def;
   const std::string pre = "kv_compression.";
   if (!v->is_object()) bad_request("kv_compression", "'kv_compression' must be an object");
-  static const std::vector<std::string> known = {"press", "capacity", "ratio", "window", "kernel", "pool", "gqa",
-                                                 "short", "sinks", "alpha", "beta", "variant", "seed", "recompress"};
+  PressConfig p = def;
   for (const auto& [key, val] : v->items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
+    const PressParam* param = find_press_param(key);
+    if (!param) {
+      std::vector<std::string> known;
+      for (const PressParam& k : press_params()) known.push_back(k.name);
       bad_request(pre + key, fmt::format("unknown field '{}{}' (known: {})", pre, key, fmt::join(known, ", ")));
     }
+    if (val.is_null()) continue;
+    if (std::string err = param->set(p, press_value(val), fmt::format("'{}{}'", pre, key)); !err.empty()) {
+      bad_request(pre + key, err);
+    }
   }
-  PressConfig p = def;
-  p.press = choice_of(*v, "press", def.press, press_names(), pre);
-  p.capacity = static_cast<int>(int_in(*v, "capacity", 1, 1 << 24, def.capacity, pre));
-  p.ratio = number_in(*v, "ratio", 0, 1, def.ratio, pre);
-  p.window = static_cast<int>(int_in(*v, "window", 1, 1 << 16, def.window, pre));
-  p.kernel = static_cast<int>(int_in(*v, "kernel", 1, 1 << 10, def.kernel, pre));
-  parse_pool(choice_of(*v, "pool", pool_name(def.pool), {"max", "avg"}, pre), p.pool);
-  parse_gqa(choice_of(*v, "gqa", gqa_name(def.gqa), {"mean", "max", "per_query_head"}, pre), p.gqa);
-  p.compress_short = choice_of(*v, "short", def.compress_short ? "always" : "skip", {"skip", "always"}, pre) == "always";
-  p.sinks = static_cast<int>(int_in(*v, "sinks", 0, 1 << 24, def.sinks, pre));
-  p.alpha = number_in(*v, "alpha", 0, 1, def.alpha, pre);
-  p.beta = static_cast<int>(int_in(*v, "beta", 1, 1 << 16, def.beta, pre));
-  parse_variant(choice_of(*v, "variant", variant_name(def.variant), {"paper", "kvpress"}, pre), p.variant);
-  p.seed = static_cast<uint64_t>(int_in(*v, "seed", 0, INT64_MAX, static_cast<int64_t>(def.seed), pre));
-  p.recompress = static_cast<int>(int_in(*v, "recompress", 0, 1 << 24, def.recompress, pre));
   if (const std::string err = p.validate(); !err.empty()) bad_request("kv_compression", "kv_compression: " + err);
   return p;
 }

@@ -130,6 +130,26 @@ TEST(ServerApi, UnknownModelIs404AndUnknownPressIs400) {
   }
 }
 
+// Every press option of the table is a kv_compression field: its default is accepted with the
+// option's JSON type, and a value of the wrong type is a 400 naming that field.
+TEST(ServerApi, EveryPressOptionIsAKvCompressionField) {
+  const std::string head = R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": )";
+  for (const PressParam& p : press_params()) {
+    json kv = json::object();
+    if (p.type == PressParam::Type::kChoice) {
+      kv[p.name] = p.default_text;
+    } else {
+      kv[p.name] = json::parse(p.default_text);
+    }
+    if (p.name != "press") kv["press"] = "snapkv";
+    const ApiRequest r = parse_request(parse_json_body(head + kv.dump() + "}"), true, defaults());
+    EXPECT_EQ(p.text(r.press), p.default_text) << p.name;
+    const ApiError e = error_of(head + json{{p.name, json::array()}}.dump() + "}");
+    EXPECT_EQ(e.param, "kv_compression." + p.name);
+    EXPECT_NE(std::string(e.what()).find("'kv_compression." + p.name + "'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ServerApi, ErrorBodyHasOpenAiShape) {
   const json body = error_body(ApiError(429, "server_busy", "", "queue_full", "busy"));
   EXPECT_EQ(body["error"]["message"], "busy");

@@ -1,0 +1,203 @@
+// The contract every registered press keeps, checked on the same synthetic layers for each name
+// in the registry (a new press is run here without anyone listing it): positions within the
+// layer, strictly ascending (so unique and sorted), the same selection from two instances, its
+// budget rule, the tail of the prompt it promises to keep, and prompts no longer than the
+// capacity kept whole. What each press promises is stated in kContracts, with the reason where a
+// press keeps no window; a registered press missing from that table fails the test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv/press.h"
+
+namespace snapkv {
+namespace {
+
+constexpr int kLayers = 3, kHeads = 4, kKvHeads = 2, kHeadDim = 8;
+constexpr int kCapacity = 24, kWindow = 8;
+
+enum class Budget {
+  kWhole,       // keeps every entry (an empty Selection)
+  kPerHead,     // every head keeps exactly the capacity
+  kPerLayer,    // every head of a layer keeps the layer's budget (>= the window); the budgets
+                // average the capacity over the layers (pyramidkv)
+  kLayerTotal,  // a layer's heads share n_kv_heads * capacity, each keeping at least the window (ada_kv)
+};
+
+struct Contract {
+  const char* press;
+  Budget budget;
+  // How many of the prompt's last entries every head keeps, given the config.
+  int (*kept_tail)(const PressConfig&);
+  int kept_head;    // how many of its first entries
+  const char* why;  // where the promise comes from, or why there is none
+};
+
+int window_of(const PressConfig& c) { return c.window; }
+int none(const PressConfig&) { return 0; }
+
+const Contract kContracts[] = {
+    {"full", Budget::kWhole, none, 0, "keeps everything"},
+    {"snapkv", Budget::kPerHead, window_of, 0, "the window's entries score kKeepAlways"},
+    {"pyramidkv", Budget::kPerLayer, window_of, 0, "SnapKV's scores: the window is kept"},
+    {"ada_kv", Budget::kLayerTotal, window_of, 0, "SnapKV's scores: the window is kept"},
+    {"streaming_llm", Budget::kPerHead, [](const PressConfig& c) { return c.capacity - c.sinks; }, 4,
+     "the sinks and the most recent capacity - sinks entries (the window among them)"},
+    {"h2o", Budget::kPerHead, none, 0, "no entry is protected, as kvpress's ObservedAttentionPress"},
+    {"tova", Budget::kPerHead, [](const PressConfig&) { return 1; }, 0,
+     "only the last token's own entry is protected; it alone scores the rest"},
+    {"knorm", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
+    {"random", Budget::kPerHead, none, 0, "random by design: no window"},
+};
+
+const Contract* contract_of(const std::string& press) {
+  for (const Contract& c : kContracts) {
+    if (press == c.press) return &c;
+  }
+  return nullptr;
+}
+
+// kLayers layers of kKvHeads stored heads of n entries (positions 0..n-1) with random f32 keys and
+// values, the last kWindow queries of kHeads query heads, and observed attention for h2o.
+struct Layers {
+  int64_t n;
+  std::vector<std::vector<float>> k, v;  // [layer * kKvHeads + head][n * kHeadDim]
+  std::vector<std::vector<float>> q;     // [layer][kWindow * kHeads * kHeadDim]
+  std::vector<std::vector<std::vector<float>>> observed;  // [layer][query head][n]
+  std::vector<int32_t> pos, qpos;
+  std::vector<std::vector<KvHeadView>> views;  // [layer][head]
+  ThreadPool pool{1};
+
+  explicit Layers(int64_t n_entries) : n(n_entries) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const auto random = [&](size_t size) {
+      std::vector<float> x(size);
+      for (float& e : x) e = u(rng);
+      return x;
+    };
+    for (int32_t i = 0; i < n; ++i) pos.push_back(i);
+    for (int64_t i = n - kWindow; i < n; ++i) qpos.push_back(static_cast<int32_t>(i));
+    for (int il = 0; il < kLayers; ++il) {
+      for (int h = 0; h < kKvHeads; ++h) {
+        k.push_back(random(static_cast<size_t>(n) * kHeadDim));
+        v.push_back(random(static_cast<size_t>(n) * kHeadDim));
+      }
+      q.push_back(random(static_cast<size_t>(kWindow) * kHeads * kHeadDim));
+      std::vector<std::vector<float>> obs(kHeads);
+      for (std::vector<float>& o : obs) {
+        o = random(static_cast<size_t>(n));
+        for (float& x : o) x = x + 1.0f;  // column sums of probabilities are not negative
+      }
+      observed.push_back(std::move(obs));
+    }
+    views.resize(kLayers);
+    for (int il = 0; il < kLayers; ++il) {
+      for (int h = 0; h < kKvHeads; ++h) {
+        const size_t i = static_cast<size_t>(il * kKvHeads + h);
+        views[il].push_back({n, k[i].data(), v[i].data(), pos.data(), KvType::kF32});
+      }
+    }
+  }
+
+  LayerInput input(int il) {
+    LayerInput in;
+    in.layer = il;
+    in.n_layer = kLayers;
+    in.n_head = kHeads;
+    in.head_dim = kHeadDim;
+    in.kv = views[il];
+    in.q_window = q[il].data();
+    in.window_pos = qpos.data();
+    in.n_window = kWindow;
+    in.observed = observed[il];
+    in.first_new_pos = 0;
+    in.pool = &pool;
+    return in;
+  }
+};
+
+PressConfig config_of(const std::string& press) {
+  PressConfig c;
+  c.press = press;
+  c.capacity = kCapacity;
+  c.window = kWindow;
+  return c;
+}
+
+TEST(PressContract, EveryRegisteredPressKeepsItsPromises) {
+  Layers layers(96);  // longer than the capacity: every press compresses
+  ASSERT_FALSE(press_infos().empty());
+  for (const PressInfo& info : press_infos()) {
+    SCOPED_TRACE(info.name);
+    const PressConfig cfg = config_of(info.name);
+    const auto press = make_press(cfg), again = make_press(cfg);
+    const Contract* contract = contract_of(info.name);
+    EXPECT_TRUE(contract) << "press '" << info.name << "' has no row in kContracts: state its budget rule and "
+                          << "which entries it always keeps";
+    int64_t layers_total = 0;
+    for (int il = 0; il < kLayers; ++il) {
+      SCOPED_TRACE("layer " + std::to_string(il));
+      const Selection sel = press->select(layers.input(il));
+      EXPECT_EQ(again->select(layers.input(il)), sel) << "two instances disagree";
+      EXPECT_EQ(press->select(layers.input(il)), sel) << "two runs disagree";
+      if (contract && contract->budget == Budget::kWhole) {
+        EXPECT_TRUE(sel.empty());
+        continue;
+      }
+      ASSERT_EQ(sel.size(), static_cast<size_t>(kKvHeads));
+      int64_t layer_total = 0;
+      for (int h = 0; h < kKvHeads; ++h) {
+        SCOPED_TRACE("head " + std::to_string(h));
+        const std::vector<int32_t>& kept = sel[h];
+        ASSERT_FALSE(kept.empty());
+        EXPECT_GE(kept.front(), 0);
+        EXPECT_LT(kept.back(), layers.n);
+        for (size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1], kept[i]) << "not ascending at " << i;
+        layer_total += static_cast<int64_t>(kept.size());
+        if (!contract) continue;
+        // The tail it promises, and at least the queries it scores with.
+        const int tail = std::max(contract->kept_tail(cfg), press->window());
+        for (int64_t p = layers.n - tail; p < layers.n; ++p) {
+          EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "tail position " << p << " dropped ("
+                                                                       << contract->why << ")";
+        }
+        for (int32_t p = 0; p < contract->kept_head; ++p) {
+          EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "head position " << p << " dropped";
+        }
+        if (contract->budget == Budget::kPerHead) {
+          EXPECT_EQ(kept.size(), static_cast<size_t>(kCapacity));
+        }
+        if (contract->budget == Budget::kPerLayer) {
+          EXPECT_EQ(kept.size(), sel[0].size()) << "heads of a layer differ";
+        }
+        if (contract->budget == Budget::kPerLayer || contract->budget == Budget::kLayerTotal) {
+          EXPECT_GE(kept.size(), static_cast<size_t>(kWindow));
+        }
+      }
+      if (contract && contract->budget == Budget::kLayerTotal) {
+        EXPECT_EQ(layer_total, kKvHeads * kCapacity);
+      }
+      layers_total += layer_total;
+    }
+    // pyramidkv's budgets are rounded one by one: each layer may be off by one.
+    if (contract && contract->budget == Budget::kPerLayer) {
+      EXPECT_NEAR(static_cast<double>(layers_total), kLayers * kKvHeads * kCapacity, kLayers * kKvHeads);
+    }
+  }
+}
+
+TEST(PressContract, PromptsNoLongerThanTheCapacityStayWhole) {
+  Layers layers(kCapacity);
+  for (const PressInfo& info : press_infos()) {
+    SCOPED_TRACE(info.name);
+    const auto press = make_press(config_of(info.name));
+    for (int il = 0; il < kLayers; ++il) EXPECT_TRUE(press->select(layers.input(il)).empty()) << "layer " << il;
+  }
+}
+
+}  // namespace
+}  // namespace snapkv
