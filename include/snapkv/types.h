@@ -6,6 +6,8 @@ namespace snapkv {
 
 // Element type of the stored keys and values.
 enum class KvType : uint8_t { kF32, kF16, kBF16 };
+// "f32", "f16", "bf16": for reports and logs.
+const char* kv_type_name(KvType t);
 
 // What decode steps multiply Q4_0, Q4_1 and Q8_0 weights by (the CLI's --decode-activations).
 // kF32 keeps the activations in f32 (results agree with a double reference to rounding). kQ8

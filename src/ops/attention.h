@@ -11,7 +11,6 @@
 namespace snapkv {
 
 size_t kv_type_size(KvType t);
-const char* kv_type_name(KvType t);
 
 // The stored entries of one KV head: n entries of keys and values [n, head_dim] of the given type
 // (post-RoPE keys) and their original token positions, ascending.
