@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The evaluation runs behind docs/evaluation.md's results: every suite, full cache and six presses
-# at four capacities, on the default model, into results/<suite>/ (resumable: re-running skips what
-# is there, so a run stopped part way goes on where it stopped). Full size: RULER 2 cases per task
-# and length, the needle grid, LongChat's 100 LongEval cases that fit plus a 4 x 5 generated grid,
-# every L-Eval question that fits, all 200 LongBench multi_news cases.
+# at four capacities, on the default model, into results/<suite>/: <suite>.jsonl.gz (one line per
+# answer), <suite>.md and the plots (resumable: re-running skips what is in the .jsonl.gz, so a run
+# stopped part way goes on where it stopped). Full size: RULER 2 cases per task and length, the
+# needle grid, LongChat's 100 LongEval cases that fit plus a 4 x 5 generated grid, every L-Eval
+# question that fits, all 200 LongBench multi_news cases.
 # Usage: bash scripts/eval_results.sh [suite ...]   (default: all, in the order below)
 set -euo pipefail
 cd "$(dirname "$0")/.."

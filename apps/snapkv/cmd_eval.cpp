@@ -4,29 +4,20 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <thread>
+#include <tuple>
 
 #include "commands.h"
-#include "internal_bridge.h"
 #include "eval_options.h"
-#include "eval/fidelity.h"
-#include "eval/suite.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
-#include "kv_options.h"
-#include "model/model.h"
+#include "snapkv/error.h"
+#include "snapkv/eval.h"
+#include "snapkv/model.h"
 #include "text_file.h"
-#include "util/error.h"
-#include "util/thread_pool.h"
-#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -40,39 +31,9 @@ struct FidelityOptions : EvalOptions {
   int n_eval = FidelityParams{}.n_eval;
 };
 
-nlohmann::json cell_json(const FidelityCell& c, const FidelityParams& p, const ModelHparams& hp) {
-  const PressConfig pc = p.cell_config(c.press, c.capacity);
-  return {
-      {"length", c.length},
-      {"press", c.press},
-      {"capacity", c.capacity},
-      {"n_eval", c.n_scored},
-      {"top1", c.top1},
-      {"kl_mean", c.kl_mean},
-      {"kl_max", c.kl_max},
-      {"nll_full", c.nll_full},
-      {"nll_press", c.nll_press},
-      {"nll_delta", c.nll_delta()},
-      {"kept_bytes", c.kept_bytes},
-      {"full_bytes", c.full_bytes},
-      {"kept_entries", c.kept_entries},
-      {"full_entries", c.full_entries},
-      {"kept_fraction", static_cast<double>(c.kept_bytes) / static_cast<double>(std::max<size_t>(1, c.full_bytes))},
-      {"seconds", c.seconds},
-      {"model", hp.name},
-      {"kv_type", kv_type_name(p.kv_type)},
-      {"window", pc.window},
-      {"kernel", pc.kernel},
-      {"pool", pool_name(pc.pool)},
-      {"gqa", gqa_name(pc.gqa)},
-      {"variant", variant_name(pc.variant)},
-      {"compress_short", pc.compress_short},
-  };
-}
-
 // Three tables (top-1 agreement, KL, NLL increase) plus the share of KV bytes kept; rows are
 // L x press, columns capacities. Holds no timings, so the same run prints the same text.
-std::string markdown(const std::vector<FidelityCell>& cells, const FidelityParams& p, const ModelHparams& hp,
+std::string markdown(const std::vector<FidelityCell>& cells, const FidelityParams& p, const ModelInfo& hp,
                      size_t n_text_files) {
   std::map<std::tuple<int, std::string, int>, const FidelityCell*> at;
   for (const FidelityCell& c : cells) at[{c.length, c.press, c.capacity}] = &c;
@@ -128,54 +89,38 @@ std::string markdown(const std::vector<FidelityCell>& cells, const FidelityParam
 }
 
 int run_fidelity_cmd(const FidelityOptions& o) {
-  if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
+  const auto wall = std::chrono::steady_clock::now();
   FidelityParams params;
   params.lengths = o.lengths;
   params.capacities = o.capacities;
   params.presses = o.presses;
   params.n_eval = o.n_eval;
-  const SequenceOptions so = sequence_options(o.kv.session_options());
+  const auto so = o.kv.session_options();
   params.kv_type = so.kv_type;
   params.base = so.press;
-  // Flag errors first, before anything is loaded; the context check needs the model.
-  if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  namespace fs = std::filesystem;
-  std::ofstream jsonl;
-  if (!o.out.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.out, ec);
-    jsonl.open(fs::path(o.out) / "fidelity.jsonl", std::ios::trunc);
-    if (ec || !jsonl) fail(ErrorKind::kBadFile, "{}: cannot write fidelity.jsonl there (--out)", o.out);
-  }
-
-  Timer wall;
+  // Flag errors first, then the data, before the model is loaded; the context check needs the model.
+  const ModelOptions mo = o.model_options();
+  if (const std::string err = params.validate(); !err.empty()) throw Error(ErrorKind::kInvalidArgument, err);
   size_t n_files = 0;
   const std::string text = read_paul_graham_essays(o.data, &n_files);
-  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
-  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
-  const auto tokenizer = Tokenizer::from_gguf(*file);
-  const ModelHparams& hp = model->hparams();
+  const Model model = Model::load(o.model, mo);
+  const ModelInfo& hp = model.info();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {
-    fail(ErrorKind::kInvalidArgument, "{}", err);
-  }
-  const std::vector<int32_t> ids = encode_prefix(*tokenizer, text, params.tokens_needed());
-  if (static_cast<int64_t>(ids.size()) < params.tokens_needed()) {
-    fail(ErrorKind::kOutOfRange, "the essays have {} tokens; --lengths and --n-eval need {}", ids.size(),
-         params.tokens_needed());
+    throw Error(ErrorKind::kInvalidArgument, err);
   }
   fmt::print(stderr, "model: {} ({}, {} layers), {} threads; {} cells ({} lengths x {} presses x {} capacities)\n",
-             hp.name, hp.arch, hp.n_layer, o.threads,
+             hp.name, hp.arch, hp.n_layer, mo.threads,
              params.lengths.size() * params.presses.size() * params.capacities.size(), params.lengths.size(),
              params.presses.size(), params.capacities.size());
 
   // ETA from what this run measured so far: the last prefill, scaled as L^1.5 to the lengths left
-  // (its matmuls grow as L, its attention as L^2), and the mean cell time of the current length, scaled as sqrt(L) (the continuation's
-  // matmuls are the same at every L, the cache copy and attention over it are not).
+  // (its matmuls grow as L, its attention as L^2), and the mean cell time of the current length,
+  // scaled as sqrt(L) (the continuation's matmuls are the same at every L, the cache copy and
+  // attention over it are not).
   const int cells_per_length = static_cast<int>(params.presses.size() * params.capacities.size());
   size_t length_index = 0;
   int cells_in_length = 0;
   double prefill_start = 0, prefill_s = 0, cell_sum = 0;
-  ThreadPool pool(o.threads);
   const auto progress = [&](const FidelityProgress& p) {
     if (!p.cell) {
       fmt::print(stderr, "L={}: prefill with the full cache, elapsed {}\n", p.length, format_duration(p.elapsed_s));
@@ -199,19 +144,16 @@ int run_fidelity_cmd(const FidelityOptions& o) {
     fmt::print(stderr, "[{}/{}] L={} {} C={}: top-1 {:.1f} %, KL {:.4f}, dNLL {:+.4f} ({:.1f} s), elapsed {}, ETA {}\n",
                p.cells_done, p.cells_total, c.length, c.press, c.capacity, 100 * c.top1, c.kl_mean, c.nll_delta(),
                c.seconds, format_duration(p.elapsed_s), format_duration(eta));
-    if (jsonl.is_open()) jsonl << cell_json(c, params, hp).dump() << "\n" << std::flush;
   };
-  const std::vector<FidelityCell> cells = run_fidelity(*model, ids, params, pool, progress);
+  const std::vector<FidelityCell> cells = evaluate_fidelity(model, text, params, o.out, progress);
 
   const std::string md = markdown(cells, params, hp, n_files);
   fmt::print("{}", md);
   std::fflush(stdout);
-  if (!o.out.empty()) {
-    write_text_file(fs::path(o.out) / "fidelity.md", md);
-    if (!jsonl) fail(ErrorKind::kBadFile, "{}: writing the results failed", o.out);
-  }
-  fmt::print(stderr, "done: {} cells in {} (wall, model load included){}\n", cells.size(),
-             format_duration(wall.seconds()), o.out.empty() ? "" : fmt::format("; results in {}", o.out));
+  if (!o.out.empty()) write_text_file(std::filesystem::path(o.out) / "fidelity.md", md);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  fmt::print(stderr, "done: {} cells in {} (wall, model load included){}\n", cells.size(), format_duration(wall_s),
+             o.out.empty() ? "" : fmt::format("; results in {}", o.out));
   return 0;
 }
 
@@ -238,7 +180,7 @@ Action add_eval(CLI::App& app) {
       {"longbench", "LongBench multi_news summaries, ROUGE-L"},
       {"leval", "L-Eval closed-ended tasks (exam, F1) that fit the context"},
   };
-  for (const std::string& name : suite_names()) {
+  for (const std::string& name : eval_suite_names()) {
     CLI::App* sub = app.add_subcommand(
         name, fmt::format("{}; every press and capacity on one prefill per case", help.count(name) ? help.at(name) : name));
     evals.emplace_back(sub, add_eval_suite(*sub, name));

@@ -14,7 +14,7 @@ Action add_run(CLI::App& app);
 Action add_inspect(CLI::App& app);
 // eval: a group; each evaluation is a subcommand of it (snapkv eval fidelity).
 Action add_eval(CLI::App& app);
-// cmd_eval_suite.cpp: `snapkv eval <suite>` for one of suite_names(), registered by add_eval.
+// cmd_eval_suite.cpp: `snapkv eval <suite>` for one of eval_suite_names(), registered by add_eval.
 Action add_eval_suite(CLI::App& app, const std::string& suite);
 // bench: a group; compress is in cmd_bench.cpp, roofline in cmd_bench_roofline.cpp, decode in
 // cmd_bench_decode.cpp.

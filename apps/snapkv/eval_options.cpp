@@ -1,16 +1,19 @@
 #include "eval_options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "snapkv/data_dir.h"
+#include "snapkv/error.h"
 #include "snapkv/press.h"
 
 namespace snapkv::cli {
 
 void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_help, const std::string& out_help) {
   app.add_option("-m,--model", o.model, "GGUF model file")->capture_default_str();
-  app.add_option("--data", o.data, "evaluation data folder (holds niah_paulgraham/)")
-      ->envname("SNAPKV_DATA")
-      ->capture_default_str();
+  app.add_option("--data", o.data,
+                 fmt::format("evaluation data folder (holds niah_paulgraham/); default $SNAPKV_DATA, else {}",
+                             kDefaultDataDir));
   app.add_option("--lengths", o.lengths, lengths_help)->delimiter(',')->capture_default_str();
   app.add_option("--capacity", o.capacities, "KV capacities C per KV head (window included), comma-separated")
       ->delimiter(',')
@@ -25,6 +28,11 @@ void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_
   for (const char* name : {"--kv-press", "--kv-capacity", "--kv-ratio", "--kv-recompress"}) {
     app.remove_option(app.get_option(name));
   }
+}
+
+ModelOptions EvalOptions::model_options() const {
+  if (threads < 1 || threads > 512) throw Error(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
+  return model_flags.model_options(threads);
 }
 
 std::string format_duration(double s) {

@@ -1,7 +1,7 @@
 #pragma once
-// The flags every `snapkv eval` suite shares: model, data folder, prompt lengths, presses and
-// capacities, output folder, threads and the KV options. The press and its budget are what a
-// suite varies, so --kv-press, --kv-capacity, --kv-ratio and --kv-recompress are not offered.
+// The flags every `snapkv eval` evaluation shares: model, data folder, prompt lengths, presses and
+// capacities, output folder, threads and the KV options. The press and its budget are what an
+// evaluation varies, so --kv-press, --kv-capacity, --kv-ratio and --kv-recompress are not offered.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -11,12 +11,13 @@
 #include "commands.h"
 #include "kv_options.h"
 #include "model_options.h"
+#include "snapkv/model.h"
 
 namespace snapkv::cli {
 
 struct EvalOptions {
   std::string model = kDefaultModel;
-  std::string data = "../shared/data";
+  std::string data;  // "": resolve_data_dir's rule (snapkv/data_dir.h)
   std::vector<int> lengths;
   std::vector<int> capacities = {128, 256, 512, 1024};
   std::vector<std::string> presses;
@@ -24,6 +25,9 @@ struct EvalOptions {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   KvOptions kv;
   ModelFlags model_flags;
+
+  // -t and --decode-activations as the model's options; Error(kInvalidArgument) when invalid.
+  ModelOptions model_options() const;
 };
 
 void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_help, const std::string& out_help);

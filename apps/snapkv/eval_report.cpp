@@ -65,14 +65,15 @@ std::string heatmap_svg(const std::string& title, const std::string& axes, const
 }
 
 // Mean score against capacity, one line per press; presses without a capacity as dashed levels.
-std::string budget_svg(const EvalReport& r, const std::map<std::string, Mean>& means) {
+std::string budget_svg(const EvalSuiteResult& r, const std::vector<std::string>& presses,
+                       const std::vector<int>& capacities, const std::map<std::string, Mean>& means) {
   std::vector<std::string> x;
-  for (int c : r.capacities) x.push_back(std::to_string(c));
+  for (int c : capacities) x.push_back(std::to_string(c));
   std::vector<ChartSeries> series;
-  for (const std::string& press : r.presses) {
+  for (const std::string& press : presses) {
     ChartSeries line{press, {}, press == "full"};
     bool any = false;
-    for (int c : r.capacities) {
+    for (int c : capacities) {
       const auto it = means.find(label(press, press == "full" ? 0 : c));
       any |= it != means.end();
       line.y.push_back(it == means.end() ? std::nan("") : it->second.value());
@@ -85,32 +86,26 @@ std::string budget_svg(const EvalReport& r, const std::map<std::string, Mean>& m
 
 }  // namespace
 
-std::vector<int> capacities_of(const std::string& press, const std::vector<int>& capacities) {
-  return press == "full" ? std::vector<int>{0} : capacities;
-}
-
-std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::json>& rows) {
+std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::string>& presses,
+                              const std::vector<int>& capacities, const std::string& out) {
   std::map<std::string, Mean> means, kv_kept, decode_s;    // "press C=.." -> ...
   std::map<std::string, std::map<std::string, Mean>> by_task;  // label -> task -> mean
   std::map<std::string, Grid> grids;                        // label -> heatmap
   std::set<std::string> tasks;
   std::set<int> cols, grid_rows;
   std::set<std::string> cases;
-  for (const nlohmann::json& row : rows) {
-    const std::string l = label(row["press"].get<std::string>(), row["capacity"].get<int>());
-    const double score = row["score"].get<double>();
-    cases.insert(row["case"].get<std::string>());
-    means[l].add(score);
-    kv_kept[l].add(row["kv_bytes_kept"].get<double>() / row["kv_bytes_full"].get<double>());
-    decode_s[l].add(row["decode_s"].get<double>());
-    const std::string task = row.value("task", "");
-    tasks.insert(task);
-    by_task[l][task].add(score);
-    const auto& [ck, rk] = r.heatmap;
-    if (!ck.empty() && row.contains(ck) && row.contains(rk) && row[ck].is_number() && row[rk].is_number()) {
-      const int cv = row[ck].get<int>(), rv = row[rk].get<int>();
+  for (const EvalSuiteRow& row : r.rows) {
+    const std::string l = label(row.press, row.capacity);
+    cases.insert(row.case_id);
+    means[l].add(row.score);
+    kv_kept[l].add(row.kv_kept);
+    decode_s[l].add(row.decode_s);
+    tasks.insert(row.task);
+    by_task[l][row.task].add(row.score);
+    if (row.heat) {
+      const auto [cv, rv] = *row.heat;
       cols.insert(cv), grid_rows.insert(rv);
-      grids[l][{cv, rv}].add(score);
+      grids[l][{cv, rv}].add(row.score);
     }
   }
   const auto full = means.find("full");
@@ -124,8 +119,8 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
       "answers of a case decode in one batch and share its time).\n\n"
       "| press | C | results | score | vs full | KV kept | decode s |\n|---|---:|---:|---:|---:|---:|---:|\n",
       r.suite, r.model, r.placement, cases.size(), r.score_name, r.score_max);
-  for (const std::string& p : r.presses) {
-    for (int c : capacities_of(p, r.capacities)) {
+  for (const std::string& p : presses) {
+    for (int c : eval_capacities(p, capacities)) {
       const std::string l = label(p, c);
       if (!means.count(l)) continue;
       md += fmt::format("| {} | {} | {} | {:.2f} | {} | {:.1f} % | {:.2f} |\n", p, c ? std::to_string(c) : "-",
@@ -139,8 +134,8 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
     md += "\n|---|---:|";
     for (size_t i = 0; i < tasks.size(); ++i) md += "---:|";
     md += "\n";
-    for (const std::string& p : r.presses) {
-      for (int c : capacities_of(p, r.capacities)) {
+    for (const std::string& p : presses) {
+      for (int c : eval_capacities(p, capacities)) {
         const std::string l = label(p, c);
         if (!by_task.count(l)) continue;
         md += fmt::format("| {} | {} |", p, c ? std::to_string(c) : "-");
@@ -153,8 +148,8 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
     }
   }
   const std::vector<int> col_v(cols.begin(), cols.end()), row_v(grid_rows.begin(), grid_rows.end());
-  for (const std::string& p : r.presses) {
-    for (int c : capacities_of(p, r.capacities)) {
+  for (const std::string& p : presses) {
+    for (int c : eval_capacities(p, capacities)) {
       const std::string l = label(p, c);
       if (!grids.count(l)) continue;
       const Grid& g = grids[l];
@@ -173,13 +168,13 @@ std::string write_eval_report(const EvalReport& r, const std::vector<nlohmann::j
         md += "\n";
       }
       const std::string svg = c ? fmt::format("{}_{}_{}.svg", r.suite, p, c) : fmt::format("{}_{}.svg", r.suite, p);
-      write_text_file(fs::path(r.out) / svg,
+      write_text_file(fs::path(out) / svg,
                  heatmap_svg(fmt::format("{} {} - {} ({})", r.suite, r.model, l, r.score_name),
                              fmt::format("{} \\ {}", r.heatmap.second, r.heatmap.first), col_v, row_v, g, r.score_max));
     }
   }
-  write_text_file(fs::path(r.out) / (r.suite + "_budget.svg"), budget_svg(r, means));
-  write_text_file(fs::path(r.out) / (r.suite + ".md"), md);
+  write_text_file(fs::path(out) / (r.suite + "_budget.svg"), budget_svg(r, presses, capacities, means));
+  write_text_file(fs::path(out) / (r.suite + ".md"), md);
   return md;
 }
 

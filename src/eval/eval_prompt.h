@@ -28,6 +28,4 @@ EvalPrompt render_eval_prompt(const Tokenizer& tokenizer, const ChatTemplate& tm
 // FNV-1a (64-bit) of the ids' little-endian bytes, as 16 hex digits: a case's input hash.
 std::string fnv1a_hex(std::span<const int32_t> ids);
 
-const char* placement_name(QuestionPlacement placement);
-
 }  // namespace snapkv

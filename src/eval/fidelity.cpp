@@ -13,6 +13,7 @@
 #include "engine/sampler.h"
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "snapkv/data_dir.h"
 #include "util/error.h"
 #include "snapkv/timer.h"
 
@@ -98,7 +99,7 @@ LogitComparison compare_logits(std::span<const float> ref, std::span<const float
 
 std::string read_paul_graham_essays(const std::string& data_dir, size_t* n_files) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(data_dir) / "niah_paulgraham" / "PaulGrahamEssays";
+  const fs::path dir = fs::path(resolve_data_dir(data_dir)) / "niah_paulgraham" / "PaulGrahamEssays";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     fail(ErrorKind::kBadFile, "{}: no such folder (give the evaluation data with --data or $SNAPKV_DATA)",

@@ -21,7 +21,7 @@ constexpr Entry kSuites[] = {
 
 }  // namespace
 
-std::vector<std::string> suite_names() {
+std::vector<std::string> eval_suite_names() {
   std::vector<std::string> names;
   for (const Entry& e : kSuites) names.emplace_back(e.name);
   return names;
@@ -31,7 +31,7 @@ std::unique_ptr<Suite> make_suite(const std::string& name, const SuiteParams& pa
   for (const Entry& e : kSuites) {
     if (name == e.name) return e.make(params);
   }
-  fail(ErrorKind::kInvalidArgument, "unknown evaluation suite '{}' (known: {})", name, fmt::join(suite_names(), ", "));
+  fail(ErrorKind::kInvalidArgument, "unknown evaluation suite '{}' (known: {})", name, fmt::join(eval_suite_names(), ", "));
 }
 
 }  // namespace snapkv

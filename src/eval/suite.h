@@ -1,6 +1,6 @@
 #pragma once
 // An evaluation suite: cases (a long context, a question, references) and the score of an
-// answer. `snapkv eval SUITE` (apps/snapkv/cmd_eval_suite.cpp) renders every case through the
+// answer. evaluate_suite (snapkv/eval.h, eval/suite_runner.cpp) renders every case through the
 // model's chat template, prefills it once with the full cache, and answers it greedily with
 // every press at every capacity on copies of that one cache.
 #include <nlohmann/json.hpp>
@@ -13,13 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "snapkv/data_dir.h"
+#include "snapkv/eval.h"
 #include "snapkv/tokenizer.h"
 
 namespace snapkv {
-
-// Where the question goes: after the context (default, inside the observation window), before it
-// (the paper's Fig. 5), or after the context has been compressed (question-agnostic).
-enum class QuestionPlacement { kEnd, kFirst, kAgnostic };
 
 struct EvalCase {
   std::string id;  // unique within the suite, stable across runs (the resume key)
@@ -36,7 +34,7 @@ struct EvalCase {
 };
 
 struct SuiteParams {
-  std::string data = "../shared/data";  // the shared evaluation data folder
+  std::string data = kDefaultDataDir;   // the shared evaluation data folder
   std::vector<int> lengths;             // prompt lengths in tokens (answer included); empty: the suite's
   std::vector<std::string> tasks;       // the suite's tasks to run; empty: its defaults
   int limit = 0;                        // cases per (task, length) at most; 0: all
@@ -67,8 +65,8 @@ class Suite {
   virtual nlohmann::json score(const EvalCase& c, std::string_view answer) const = 0;
 };
 
-std::vector<std::string> suite_names();
-// Throws snapkv::Error(kInvalidArgument) naming the known suites for an unknown name.
+// One of eval_suite_names() (snapkv/eval.h); throws snapkv::Error(kInvalidArgument) naming the
+// known suites for an unknown name.
 std::unique_ptr<Suite> make_suite(const std::string& name, const SuiteParams& params);
 
 }  // namespace snapkv

@@ -1,17 +1,20 @@
 // snapkv eval SUITE through the real binary, tiny: niah (one 600-token length, two depths, full
-// and snapkv at C=128, 8 answer tokens) with its files and resumability, answers that stay with
-// their press in the decode batch, question placements, a changed input detected on resume, and
-// flag errors.
+// and snapkv at C=128, 8 answer tokens) with its files and resumability (from the .jsonl.gz, an
+// older plain .jsonl, and a .jsonl.gz cut short), answers that stay with their press in the
+// decode batch, question placements, a changed input detected on resume, and flag errors.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
+#include <string>
+#include <vector>
 
+#include "eval/results_file.h"
 #include "support/cli.h"
 #include "support/paths.h"
 
@@ -21,9 +24,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::vector<nlohmann::json> lines_of(const fs::path& path) {
-  std::istringstream in(test::slurp(path));
+  const ResultLines r = read_result_lines(path);
+  EXPECT_FALSE(r.truncated) << path;
   std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  for (const std::string& line : r.lines) rows.push_back(nlohmann::json::parse(line));
   return rows;
 }
 
@@ -40,9 +44,9 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
       test::eval_args(), out.string());
   const test::CliRun r = test::run_cli(args);
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::string first = test::slurp(out / "niah.jsonl");
+  const std::string first = test::slurp(out / "niah.jsonl.gz");
   std::set<std::string> cells;
-  for (const nlohmann::json& j : lines_of(out / "niah.jsonl")) {
+  for (const nlohmann::json& j : lines_of(out / "niah.jsonl.gz")) {
     for (const char* key : {"case", "length", "depth", "input_hash", "placement", "press", "capacity", "answer",
                             "score", "needle_recall", "substring", "prefill_s", "press_s", "decode_s", "kv_bytes_kept",
                             "kv_bytes_full", "prompt_tokens"}) {
@@ -76,7 +80,7 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
   const test::CliRun again = test::run_cli(args);
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_NE(again.err.find("4 already in"), std::string::npos) << again.err;
-  EXPECT_EQ(test::slurp(out / "niah.jsonl"), first);
+  EXPECT_EQ(test::slurp(out / "niah.jsonl.gz"), first);
 
   // --report runs nothing and rewrites the summary from the file.
   fs::remove(out / "niah.md");
@@ -84,11 +88,65 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
   ASSERT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("| snapkv | 128 | 2 |"), std::string::npos) << report.out;
   EXPECT_TRUE(fs::exists(out / "niah.md"));
-  EXPECT_EQ(test::slurp(out / "niah.jsonl"), first);
+  EXPECT_EQ(test::slurp(out / "niah.jsonl.gz"), first);
 
   // Another needle changes every input: resuming into the same folder is refused.
   test::expect_cli_error(args + " --needle 'The password is swordfish.'", "was run on a different input");
   fs::remove_all(out);
+}
+
+// A resume runs exactly the results missing from <out>/niah.jsonl.gz and an older run's plain
+// niah.jsonl (which it leaves as it is), gives them the answers a whole run gives, and repairs a
+// .jsonl.gz whose last member was cut short.
+TEST(CliEvalSuite, ResumeFromGzipRunsExactlyTheMissingResults) {
+  const fs::path whole = fresh_dir("resume_whole"), part = fresh_dir("resume_part");
+  const auto args = [](const fs::path& out) {
+    return fmt::format(
+        "eval niah {} --lengths 600 --depths 0,100 --presses full,snapkv --capacity 128 --max-tokens 8 --out {}",
+        test::eval_args(), out.string());
+  };
+  const test::CliRun r = test::run_cli(args(whole));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<std::string> all = read_result_lines(whole / "niah.jsonl.gz").lines;
+  ASSERT_EQ(all.size(), 4u);
+
+  fs::create_directories(part);
+  append_result_lines(part / "niah.jsonl.gz", {all[0], all[1]});
+  std::ofstream(part / "niah.jsonl") << all[2] << "\n";
+  const std::string plain = test::slurp(part / "niah.jsonl");
+  const test::CliRun resumed = test::run_cli(args(part));
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("4 results, 3 already in"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("done: 1 results run, 3 skipped"), std::string::npos) << resumed.err;
+  EXPECT_EQ(test::slurp(part / "niah.jsonl"), plain);
+  const std::vector<std::string> lines = read_result_lines(part / "niah.jsonl.gz").lines;
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], all[0]);
+  EXPECT_EQ(lines[1], all[1]);
+  const nlohmann::json got = nlohmann::json::parse(lines[2]), want = nlohmann::json::parse(all[3]);
+  for (const char* key : {"case", "press", "capacity", "input_hash", "answer", "score", "kv_bytes_kept"}) {
+    EXPECT_EQ(got[key], want[key]) << key;
+  }
+  // The summary counts the results of both files.
+  EXPECT_NE(resumed.out.find("| full | - | 2 |"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("| snapkv | 128 | 2 |"), std::string::npos) << resumed.out;
+
+  // A run stopped while appending: half a member at the end. The next run keeps what is whole,
+  // rewrites the file, and appends after it.
+  const fs::path cut = part / "cut.gz";
+  append_result_lines(cut, {all[3], all[3], all[3]});
+  const std::string half = test::slurp(cut).substr(0, fs::file_size(cut) / 2);
+  std::ofstream(part / "niah.jsonl.gz", std::ios::binary | std::ios::app) << half;
+  fs::remove(cut);
+  ASSERT_TRUE(read_result_lines(part / "niah.jsonl.gz").truncated);
+  const test::CliRun again = test::run_cli(args(part));
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.err.find("4 results, 4 already in"), std::string::npos) << again.err;
+  const ResultLines repaired = read_result_lines(part / "niah.jsonl.gz");
+  EXPECT_FALSE(repaired.truncated);
+  EXPECT_EQ(repaired.lines, lines);
+  fs::remove_all(whole);
+  fs::remove_all(part);
 }
 
 // The presses of a case decode in one batch, and each answer stays with its press: full's and
@@ -102,7 +160,7 @@ TEST(CliEvalSuite, AnswersStayWithTheirPressInTheBatch) {
         "eval niah {} --lengths 600 --depths 0 --presses {} --capacity 128 --max-tokens 8 --out {}", test::eval_args(),
         runs[i], out.string()));
     ASSERT_EQ(r.status, 0) << r.err;
-    for (const nlohmann::json& j : lines_of(out / "niah.jsonl")) {
+    for (const nlohmann::json& j : lines_of(out / "niah.jsonl.gz")) {
       EXPECT_EQ(j["decode_batch"], i == 0 ? 3 : 1);
       answer[i][j["press"].get<std::string>()] = j["answer"].get<std::string>();
     }
@@ -125,7 +183,7 @@ TEST(CliEvalSuite, QuestionPlacementsAreSeparateResults) {
     const test::CliRun r = test::run_cli(args + flag);
     ASSERT_EQ(r.status, 0) << flag << r.err;
   }
-  const std::vector<nlohmann::json> rows = lines_of(out / "longeval_lines.jsonl");
+  const std::vector<nlohmann::json> rows = lines_of(out / "longeval_lines.jsonl.gz");
   ASSERT_EQ(rows.size(), 6u);  // 3 placements x (full + snapkv)
   for (const nlohmann::json& j : rows) {
     EXPECT_EQ(j["case"], "generated/L700/p50");

@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "eval/results_file.h"
 #include "support/cli.h"
 #include "support/paths.h"
 
@@ -58,9 +58,8 @@ TEST(LongEvalTransformers, ShippedCasesGetTransformersPromptAndAnswer) {
                   test::default_model_path(), data.string(), out.string()),
       600);
   ASSERT_EQ(r.status, 0) << r.err;
-  std::istringstream lines(test::slurp(out / "longeval_lines.jsonl"));
-  size_t n = 0;
-  for (std::string line; std::getline(lines, line); ++n) {
+  const std::vector<std::string> lines = read_result_lines(out / "longeval_lines.jsonl.gz").lines;
+  for (const std::string& line : lines) {
     const nlohmann::json got = nlohmann::json::parse(line);
     const std::string id = got["case"].get<std::string>();
     ASSERT_EQ(id.rfind("shipped/200_lines/", 0), 0u) << id;
@@ -74,7 +73,7 @@ TEST(LongEvalTransformers, ShippedCasesGetTransformersPromptAndAnswer) {
     EXPECT_EQ(got["parsed"], w["parsed"]);
     EXPECT_EQ(got["score"], w["right"].get<bool>() ? 100 : 0);
   }
-  EXPECT_EQ(n, kCases);
+  EXPECT_EQ(lines.size(), kCases);
   fs::remove_all(data);
 }
 

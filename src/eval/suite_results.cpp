@@ -1,0 +1,77 @@
+#include "eval/suite_results.h"
+
+#include <fmt/format.h>
+
+#include "eval/results_file.h"
+#include "util/error.h"
+
+namespace snapkv {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fields a resume and a report read, with their types: anything else is not our line.
+bool is_result_line(const nlohmann::json& j) {
+  if (!j.is_object()) return false;
+  const auto text = [&](const char* key) { return j.contains(key) && j.at(key).is_string(); };
+  const auto number = [&](const char* key) { return j.contains(key) && j.at(key).is_number(); };
+  return text("case") && text("press") && j.contains("capacity") && j.at("capacity").is_number_integer() &&
+         text("input_hash") && text("placement") && number("score") && number("kv_bytes_kept") &&
+         number("kv_bytes_full") && number("decode_s");
+}
+
+void add_lines(SuiteResults& r, const fs::path& path, const std::vector<std::string>& lines,
+               const std::string& placement) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !is_result_line(j)) {
+      fail(ErrorKind::kBadFile, "{}:{}: not a result line of snapkv eval", path.string(), i + 1);
+    }
+    if (j["placement"] != placement) continue;
+    const std::string id = j["case"].get<std::string>();
+    r.hashes[id] = j["input_hash"].get<std::string>();
+    if (!r.cells.insert(cell_key(id, j["press"].get<std::string>(), j["capacity"].get<int>())).second) continue;
+    r.rows.push_back(std::move(j));
+  }
+}
+
+}  // namespace
+
+std::string cell_key(const std::string& case_id, const std::string& press, int capacity) {
+  return fmt::format("{}|{}|{}", case_id, press, capacity);
+}
+
+fs::path results_path(const std::string& out, const std::string& suite) {
+  return fs::path(out) / (suite + ".jsonl.gz");
+}
+
+SuiteResults read_suite_results(const std::string& out, const std::string& suite, const std::string& placement) {
+  SuiteResults r;
+  const fs::path plain = fs::path(out) / (suite + ".jsonl");
+  add_lines(r, plain, read_result_lines(plain).lines, placement);
+  const fs::path gz = results_path(out, suite);
+  const ResultLines lines = read_result_lines(gz);
+  add_lines(r, gz, lines.lines, placement);
+  if (lines.truncated) write_result_lines(gz, lines.lines);
+  return r;
+}
+
+EvalSuiteRow suite_row(const nlohmann::json& j, const std::pair<std::string, std::string>& heatmap) {
+  EvalSuiteRow r;
+  r.case_id = j["case"].get<std::string>();
+  r.press = j["press"].get<std::string>();
+  r.capacity = j["capacity"].get<int>();
+  r.score = j["score"].get<double>();
+  const double full = j["kv_bytes_full"].get<double>();
+  r.kv_kept = full > 0 ? j["kv_bytes_kept"].get<double>() / full : 0;
+  r.decode_s = j["decode_s"].get<double>();
+  if (const auto it = j.find("task"); it != j.end() && it->is_string()) r.task = it->get<std::string>();
+  const auto& [col, row] = heatmap;
+  if (!col.empty() && j.contains(col) && j.contains(row) && j[col].is_number() && j[row].is_number()) {
+    r.heat = std::make_pair(j[col].get<int>(), j[row].get<int>());
+  }
+  return r;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,115 @@
+// The gzip JSON Lines file of `snapkv eval` results (eval/results_file.h): members appended one
+// after another read back as one text, plain files read as they are, a member cut short keeps
+// its complete lines and is repaired by rewriting, and garbage is one clear error.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "eval/results_file.h"
+#include "support/cli.h"
+#include "util/error.h"
+
+namespace snapkv {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / fmt::format("snapkv_results_{}_{}", name, ::getpid());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(ResultsFile, AppendedMembersReadBackAsOneTextAndGzipIsSmaller) {
+  const fs::path dir = fresh_dir("append");
+  const fs::path p = dir / "s.jsonl.gz";
+  EXPECT_TRUE(read_result_lines(p).lines.empty()) << "a missing file holds nothing";
+  std::vector<std::string> first, second;
+  for (int i = 0; i < 50; ++i) first.push_back(fmt::format(R"({{"case": "c{}", "answer": "the same words again"}})", i));
+  second = {R"({"case": "x"})", "", R"({"case": "y"})"};
+  append_result_lines(p, first);
+  const std::string one_member = test::slurp(p);
+  append_result_lines(p, {});  // nothing to write: the file is unchanged
+  EXPECT_EQ(test::slurp(p), one_member);
+  append_result_lines(p, second);
+  // The gzip magic starts both members; the text compresses.
+  const std::string bytes = test::slurp(p);
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[one_member.size()]), 0x1f);
+  size_t text_size = 0;
+  for (const std::string& l : first) text_size += l.size() + 1;
+  EXPECT_LT(one_member.size() * 4, text_size);
+
+  const ResultLines r = read_result_lines(p);
+  EXPECT_FALSE(r.truncated);
+  std::vector<std::string> want = first;
+  want.insert(want.end(), second.begin(), second.end());
+  EXPECT_EQ(r.lines, want);
+  fs::remove_all(dir);
+}
+
+TEST(ResultsFile, PlainTextIsReadAsItIs) {
+  const fs::path dir = fresh_dir("plain");
+  std::ofstream(dir / "s.jsonl") << "{\"a\": 1}\n\n{\"b\": 2}";  // the last line has no '\n'
+  const ResultLines r = read_result_lines(dir / "s.jsonl");
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.lines, (std::vector<std::string>{"{\"a\": 1}", "", "{\"b\": 2}"}));
+  fs::remove_all(dir);
+}
+
+TEST(ResultsFile, MemberCutShortKeepsCompleteLinesAndRewriteRepairsIt) {
+  const fs::path dir = fresh_dir("cut");
+  const fs::path p = dir / "s.jsonl.gz";
+  append_result_lines(p, {"one", "two"});
+  const size_t whole = fs::file_size(p);
+  std::vector<std::string> long_lines;
+  for (int i = 0; i < 2000; ++i) long_lines.push_back(fmt::format("line {} {}", i, std::string(40, 'a' + i % 26)));
+  append_result_lines(p, long_lines);
+  // A run stopped while writing the second member: its trailer and part of its data are gone.
+  fs::resize_file(p, whole + (fs::file_size(p) - whole) / 2);
+  const ResultLines r = read_result_lines(p);
+  EXPECT_TRUE(r.truncated);
+  ASSERT_GE(r.lines.size(), 2u);
+  EXPECT_LT(r.lines.size(), 2 + long_lines.size());
+  EXPECT_EQ(r.lines[0], "one");
+  EXPECT_EQ(r.lines[1], "two");
+  for (size_t i = 2; i < r.lines.size(); ++i) EXPECT_EQ(r.lines[i], long_lines[i - 2]) << "no partial line";
+
+  write_result_lines(p, r.lines);
+  append_result_lines(p, {"after"});
+  const ResultLines repaired = read_result_lines(p);
+  EXPECT_FALSE(repaired.truncated);
+  ASSERT_EQ(repaired.lines.size(), r.lines.size() + 1);
+  EXPECT_EQ(repaired.lines.back(), "after");
+  EXPECT_FALSE(fs::exists(dir / "s.jsonl.gz.tmp"));
+  fs::remove_all(dir);
+}
+
+TEST(ResultsFile, CorruptDataIsOneErrorNamingTheFile) {
+  const fs::path dir = fresh_dir("corrupt");
+  const fs::path p = dir / "s.jsonl.gz";
+  append_result_lines(p, {"some result line that compresses", "another one"});
+  std::string bytes = test::slurp(p);
+  for (size_t i = 12; i < bytes.size() - 8; ++i) bytes[i] = static_cast<char>(0xff);  // the deflate data
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    read_result_lines(p);
+    ADD_FAILURE() << "corrupt data was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFile);
+    EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(append_result_lines(dir / "no" / "such" / "dir.gz", {"x"}), Error);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace snapkv
