@@ -7,17 +7,14 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli_error.h"
 #include "commands.h"
-#include "internal_bridge.h"
-#include "engine/scheduler.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model_options.h"
-#include "model/model.h"
 #include "server/http_server.h"
-#include "util/error.h"
 #include "snapkv/memory.h"
+#include "snapkv/scheduler.h"
+#include "snapkv/session.h"
 
 namespace snapkv::cli {
 namespace {
@@ -40,7 +37,7 @@ int serve(ServeOptions& o) {
   if (o.http.port < 0 || o.http.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be between 0 and 65535");
   o.sched.kv_memory = parse_bytes(o.kv_memory);
   o.http.max_body = parse_bytes(o.max_body);
-  const SequenceOptions so = sequence_options(o.kv.session_options());
+  const SessionOptions so = o.kv.session_options();
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
@@ -55,20 +52,17 @@ int serve(ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
-  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
-  const auto tokenizer = Tokenizer::from_gguf(*file);
-  const ModelHparams& hp = model->hparams();
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const ModelInfo& hp = model.info();
   if (o.sched.n_ctx > hp.n_ctx_train) {
     fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", o.sched.n_ctx, hp.n_ctx_train);
   }
-  ChatTemplate tmpl = chat_template_from_jinja(file->get_string("tokenizer.chat_template", ""));
-  if (!o.chat_template.empty()) tmpl = ChatTemplate{chat_template_from_name(o.chat_template), std::nullopt};
+  const ChatTemplate tmpl = model.pick_chat_template(o.chat_template);
   if (o.model_id.empty()) o.model_id = std::filesystem::path(o.model).stem().string();
   o.http.defaults.model_id = o.model_id;
 
-  Scheduler scheduler(*model, *tokenizer, o.threads, o.sched);
-  server::HttpServer http(scheduler, *tokenizer, tmpl, o.http, o.sched.kv_memory, o.sched.max_batch, o.sched.max_queue);
+  Scheduler scheduler(model, o.sched);
+  server::HttpServer http(scheduler, model.tokenizer(), tmpl, o.http, o.sched.kv_memory, o.sched.max_batch, o.sched.max_queue);
   const int port = http.bind();
   fmt::print(stderr, "model: {} ({} layers), context {}, {} threads; KV budget {}, batch {}, queue {}; {}\n", o.model_id,
              hp.n_layer, scheduler.n_ctx(), o.threads, format_bytes(static_cast<double>(o.sched.kv_memory)),

@@ -75,7 +75,7 @@ void Job::finish(FinishReason reason, std::string error) {
 }
 
 // A sequence the loop thread is running.
-struct Scheduler::Running {
+struct BatchScheduler::Running {
   std::shared_ptr<Job> seq;
   SequenceRequest req;
   std::unique_ptr<Sequence> session;
@@ -96,16 +96,16 @@ struct Scheduler::Running {
   }
 };
 
-Scheduler::Scheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
+BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
     : model_(model), tokenizer_(tokenizer), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   thread_ = std::thread([this] { loop(); });
 }
 
-Scheduler::~Scheduler() { stop(); }
+BatchScheduler::~BatchScheduler() { stop(); }
 
-void Scheduler::stop() {
+void BatchScheduler::stop() {
   {
     std::lock_guard lk(mu_);
     stopping_ = true;
@@ -114,14 +114,14 @@ void Scheduler::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-size_t Scheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const {
+size_t BatchScheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const {
   const ModelHparams& h = model_.hparams();
   const int stored = press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head : h.n_head_kv;
   const size_t entry = 2 * static_cast<size_t>(h.head_dim) * kv_type_size(opt_.kv_type) + sizeof(int32_t);
   return static_cast<size_t>(kv_entries_bound(press, h.n_layer, n_prompt, n_generate)) * stored * entry;
 }
 
-std::shared_ptr<Job> Scheduler::submit(SequenceRequest request, Rejection* rejected) {
+std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* rejected) {
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   if (n_prompt == 0) fail(ErrorKind::kInvalidArgument, "the prompt is empty");
   if (n_prompt >= n_ctx_) {
@@ -156,7 +156,7 @@ std::shared_ptr<Job> Scheduler::submit(SequenceRequest request, Rejection* rejec
   return seq;
 }
 
-int Scheduler::n_waiting_with(size_t reserve) const {
+int BatchScheduler::n_waiting_with(size_t reserve) const {
   int slots = opt_.max_batch - metrics_.running;
   size_t memory = opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory);
   int waiting = static_cast<int>(queue_.size()) + 1;
@@ -174,12 +174,12 @@ int Scheduler::n_waiting_with(size_t reserve) const {
   return waiting;
 }
 
-SchedulerMetrics Scheduler::metrics() const {
+SchedulerMetrics BatchScheduler::metrics() const {
   std::lock_guard lk(mu_);
   return metrics_;
 }
 
-void Scheduler::end(Running& r, FinishReason reason, std::string error) {
+void BatchScheduler::end(Running& r, FinishReason reason, std::string error) {
   const std::string rest = r.utf8.flush();
   r.seq->emit(r.stops.push(rest));
   r.seq->emit(r.stops.flush());
@@ -195,7 +195,7 @@ void Scheduler::end(Running& r, FinishReason reason, std::string error) {
   r.session.reset();  // the memory goes back at once
 }
 
-void Scheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
+void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
   std::lock_guard lk(mu_);
   // Queued requests whose client left or whose deadline passed end before they start.
   const Clock::time_point now = Clock::now();
@@ -232,7 +232,7 @@ void Scheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
   metrics_.running = static_cast<int>(running.size());
 }
 
-void Scheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
+void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
   // Round robin, one piece per prefilling sequence in turn (the turn carries over to the next
   // slice): requests that arrive together end their prefills together and then decode in one
   // batch, where first come, first served would decode them one after another.
@@ -259,7 +259,7 @@ void Scheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& running) {
   metrics_.prefill_s += slice.seconds();
 }
 
-void Scheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
+void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
   std::vector<Sequence*> batch;
   std::vector<int32_t> tokens;
   int64_t sampled = 0;
@@ -297,7 +297,7 @@ void Scheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
   }
 }
 
-void Scheduler::loop() {
+void BatchScheduler::loop() {
   std::vector<std::unique_ptr<Running>> running;
   for (;;) {
     {

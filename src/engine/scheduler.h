@@ -1,117 +1,24 @@
 #pragma once
-// Continuous batching of many sequences on one model (the server's engine). One loop thread owns
-// the model's thread pool and every running session:
-//   - admission: requests wait in a bounded FIFO queue until the KV memory they may need (their
-//     compressed size, kv_entries_bound) fits the budget beside the running ones;
-//   - prefill runs a piece at a time (Sequence::begin_prefill) in slices of a few tens of
-//     milliseconds, so a long prompt does not stall the sequences that are decoding; the
-//     prefilling sequences take turns, so requests that arrive together decode together;
-//   - each decode step samples one token for every decoding sequence and runs them through the
-//     model together (Sequence::decode_batch), so the weights are read once per step.
-// A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
-// context, its deadline or cancellation (a client that went away); its memory is freed at once.
-#include <atomic>
-#include <chrono>
+// The engine behind snapkv::Scheduler (snapkv/scheduler.h, which describes the policy): the loop
+// thread, admission, prefill slices and batched decode steps over the engine's Sequences.
 #include <condition_variable>
-#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/generate.h"
 #include "engine/sequence.h"
+#include "snapkv/scheduler.h"
 #include "snapkv/tokenizer.h"
 
 namespace snapkv {
 
-using Clock = std::chrono::steady_clock;
-
-struct SchedulerOptions {
-  size_t kv_memory = size_t{2} << 30;  // bytes of KV cache all running sequences may hold
-  int max_batch = 8;                   // sequences running at once (prefilling or decoding)
-  int max_queue = 16;                  // requests waiting for memory or a batch slot (0: none)
-  int n_ctx = 0;                       // context per sequence (0: the model's)
-  KvType kv_type = KvType::kF16;
-  double prefill_slice_s = 0.05;       // prefill time between two decode steps
-
-  std::string validate() const;
-};
-
-struct SequenceRequest {
-  std::vector<int32_t> prompt;
-  GenerateParams params;             // max_tokens, sampling, stop_at_eog
-  std::vector<std::string> stop;     // stop strings (not part of the output)
-  PressConfig press;
-  std::optional<Clock::time_point> deadline;
-};
-
-enum class FinishReason { kNone, kStop, kLength, kCancelled, kTimeout, kError };
-const char* finish_reason_name(FinishReason r);
-
-struct SequenceStats {
-  int n_prompt = 0;
-  int n_generated = 0;
-  double queue_s = 0, prefill_s = 0, decode_s = 0;
-  size_t kv_bytes = 0;       // held at the end (compressed)
-  size_t kv_full_bytes = 0;  // the uncompressed cache for the same tokens
-  size_t kv_reserved = 0;    // what admission set aside
-};
-
-// A submitted request as its client sees it. Thread-safe.
-class Job {
+class BatchScheduler {
  public:
-  struct Update {
-    std::string text;    // new text since the last update
-    bool started = false;  // admitted (prefill begun)
-    bool done = false;
-    FinishReason reason = FinishReason::kNone;
-    std::string error;   // kError, or why a queued request never started (kTimeout, kCancelled)
-    SequenceStats stats;
-  };
-  // Waits until there is something new (or the timeout passes) and takes it.
-  Update next(std::chrono::milliseconds timeout);
-  // The client is gone: the scheduler stops the sequence and frees its memory at its next step.
-  void cancel() { cancelled_ = true; }
-
- private:
-  friend class Scheduler;
-  void emit(std::string_view text);
-  void set_started();
-  void finish(FinishReason reason, std::string error = {});
-
-  std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-  bool started_ = false, done_ = false, reported_start_ = false;
-  FinishReason reason_ = FinishReason::kNone;
-  std::string error_;
-  SequenceStats stats_;
-};
-
-// A request the scheduler refuses at once: the queue is full (retryable), the server is shutting
-// down (retryable), or it can never fit (not).
-struct Rejection {
-  enum Kind { kQueueFull, kShuttingDown, kTooLarge } kind;
-  std::string message;
-};
-
-struct SchedulerMetrics {
-  int running = 0, queued = 0;
-  size_t kv_bytes = 0, kv_full_bytes = 0, kv_reserved = 0;
-  int64_t prompt_tokens = 0, generated_tokens = 0;
-  double prefill_s = 0, decode_s = 0;  // loop time spent in prefill pieces and in decode steps
-  int64_t decode_steps = 0;
-};
-
-class Scheduler {
- public:
-  Scheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options);
-  ~Scheduler();  // stop()
+  BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options);
+  ~BatchScheduler();  // stop()
 
   // Queues a request, or returns why not (the sequence is then null). Throws Error for a request
   // that is invalid (bad press or sampling parameters, empty prompt, prompt over the context).

@@ -124,7 +124,7 @@ TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservatio
   o.max_batch = 4;  // 16 requests: admission, prefills beside decodes and changing batches
   o.max_queue = 32;
   o.kv_type = KvType::kF32;
-  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
   const std::vector<Case> cases = fixture_cases();
   std::vector<std::shared_ptr<Job>> seqs;
   Rejection rejected{};
@@ -176,10 +176,10 @@ TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
   SchedulerOptions o;
   o.max_batch = 8;
   o.max_queue = 3;
-  Scheduler probe(s.model, *s.tokenizer, 1, o);
+  BatchScheduler probe(s.model, *s.tokenizer, 1, o);
   const size_t bound = probe.kv_bound_bytes(PressConfig{}, static_cast<int64_t>(prompt.size()), 4);
   o.kv_memory = bound * 5 / 2;  // room for two full-cache requests
-  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
 
   Rejection rejected{};
   EXPECT_FALSE(scheduler.submit(greedy_request(prompt, 2000), &rejected));  // could never fit
@@ -222,7 +222,7 @@ TEST(Scheduler, RequestsThatArriveTogetherDecodeInOneBatch) {
   Served s;
   SchedulerOptions o;
   o.prefill_slice_s = 1e-6;  // one prefill piece between two decode steps
-  Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
   const std::vector<int32_t> prompt = fixture_cases().back().prompt;  // 1000 tokens, many pieces
   Rejection rejected{};
   std::vector<std::shared_ptr<Job>> seqs;
@@ -239,7 +239,7 @@ TEST(Scheduler, RequestsThatArriveTogetherDecodeInOneBatch) {
 
 TEST(Scheduler, CancellationAndDeadlinesEndSequencesAndFreeTheirMemory) {
   Served s;
-  Scheduler scheduler(s.model, *s.tokenizer, 2, SchedulerOptions{});
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, SchedulerOptions{});
   const std::vector<int32_t> prompt = fixture_cases()[1].prompt;
   Rejection rejected{};
   const auto cancelled = scheduler.submit(greedy_request(prompt, 4000), &rejected);
@@ -275,12 +275,12 @@ TEST(Scheduler, SnapKvFitsFourTimesAsManyLongRequestsInOneBudget) {
   o.max_batch = 64;
   o.max_queue = 64;
   {
-    Scheduler probe(s.model, *s.tokenizer, 1, o);
+    BatchScheduler probe(s.model, *s.tokenizer, 1, o);
     o.kv_memory = 4 * probe.kv_bound_bytes(PressConfig{}, 7168, 128) + 1;  // four full-cache requests
   }
   int admitted[2] = {0, 0};
   for (int pressed = 0; pressed < 2; ++pressed) {
-    Scheduler scheduler(s.model, *s.tokenizer, 2, o);
+    BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
     std::vector<std::shared_ptr<Job>> seqs;
     Rejection rejected{};
     for (int i = 0; i < 24; ++i) {

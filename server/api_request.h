@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "snapkv/chat.h"
-#include "engine/generate.h"
+#include "snapkv/generate.h"
 #include "snapkv/press.h"
 
 namespace snapkv::server {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "snapkv/chat.h"
-#include "engine/scheduler.h"
+#include "snapkv/scheduler.h"
 #include "snapkv/tokenizer.h"
 #include "server/api_request.h"
 #include "server/metrics.h"

@@ -7,7 +7,7 @@
 #include <ctime>
 
 #include "server/api_response.h"
-#include "util/error.h"
+#include "snapkv/error.h"
 #include "snapkv/timer.h"
 
 namespace snapkv::server {
@@ -102,7 +102,10 @@ HttpServer::~HttpServer() = default;
 
 int HttpServer::bind() {
   const int port = opt_.port == 0 ? svr_->bind_to_any_port(opt_.host) : (svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
-  if (port < 0) fail(ErrorKind::kInvalidArgument, "cannot listen on {}:{} (address in use or not available)", opt_.host, opt_.port);
+  if (port < 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("cannot listen on {}:{} (address in use or not available)", opt_.host, opt_.port));
+  }
   return port;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/scheduler.h"
+#include "snapkv/scheduler.h"
 
 namespace snapkv::server {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "snapkv/scheduler.h"
 
 namespace snapkv::server {
 
