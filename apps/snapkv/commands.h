@@ -16,12 +16,6 @@ Action add_inspect(CLI::App& app);
 Action add_eval(CLI::App& app);
 // cmd_eval_suite.cpp: `snapkv eval <suite>` for one of eval_suite_names(), registered by add_eval.
 Action add_eval_suite(CLI::App& app, const std::string& suite);
-// bench: a group; compress is in cmd_bench.cpp, roofline in cmd_bench_roofline.cpp, decode in
-// cmd_bench_decode.cpp.
-Action add_bench(CLI::App& app);
-Action add_bench_roofline(CLI::App& app);
-Action add_bench_decode(CLI::App& app);
-Action add_bench_phase(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
 // presses: the registered presses and their options (cmd_presses.cpp).

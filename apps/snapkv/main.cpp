@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "bench_commands.h"  // bench/: the measurement subcommands
 #include "commands.h"
 #include "snapkv/error.h"
 

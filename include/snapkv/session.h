@@ -51,6 +51,11 @@ class Session {
   static void decode_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens);
   // Clears the tokens and the cache.
   void reset();
+  // A new session on the same model holding a copy of this one's tokens, cache and next-token
+  // logits: decoding either leaves the other as it was (e.g. B copies of one prefilled prompt for
+  // a batched decode). The copy's press is "full": what it holds stays as it is, and later
+  // prefills into it are not compressed.
+  Session fork() const;
 
   std::span<const float> logits() const;
   const std::vector<int32_t>& tokens() const;

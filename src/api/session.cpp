@@ -42,6 +42,15 @@ void Session::decode_batch(std::span<Session* const> sessions, std::span<const i
 }
 
 void Session::reset() { impl_->seq.reset(); }
+
+Session Session::fork() const {
+  SessionOptions o = impl_->options;
+  o.n_ctx = impl_->seq.n_ctx();
+  o.press = PressConfig{};  // the engine adopts a cache only into a session without a press
+  Session copy(impl_->model, o);
+  if (!impl_->seq.tokens().empty()) copy.impl_->seq.adopt(impl_->seq.kv(), impl_->seq.tokens(), impl_->seq.logits());
+  return copy;
+}
 std::span<const float> Session::logits() const { return impl_->seq.logits(); }
 const std::vector<int32_t>& Session::tokens() const { return impl_->seq.tokens(); }
 int Session::n_past() const { return impl_->seq.n_past(); }

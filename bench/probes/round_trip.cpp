@@ -1,4 +1,4 @@
-#include "util/round_trip.h"
+#include "probes/round_trip.h"
 
 #include <atomic>
 #include <cstdint>

@@ -38,8 +38,8 @@ other process uses the CPU (up to --quiet-timeout); a measurement during which o
 took more than --max-foreign-cpu cores is run again with fresh prompts (up to --max-retries), then
 kept and marked "busy!".
 
-  python3 scripts/bench_server.py --llama-python tools/reference/.venv/bin/python   # ~30 min, 2 cores
-  python3 scripts/bench_server.py --quick --llama-python tools/reference/.venv/bin/python   # ~6 min, 2K prompts
+  python3 bench/scripts/bench_server.py --llama-python tools/reference/.venv/bin/python   # ~30 min, 2 cores
+  python3 bench/scripts/bench_server.py --quick --llama-python tools/reference/.venv/bin/python   # ~6 min, 2K prompts
   bash scripts/setup_llamacpp_server_venv.sh   # fresh machine: a venv with llama-cpp-python[server]
 
 Standard library only; llama.cpp's tokenizer (in the --llama-python environment) cuts every prompt
@@ -66,9 +66,10 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from snapkv_server import SnapkvServer
+ROOT = Path(__file__).resolve().parents[2]  # the repository: bench/scripts/ is two levels down
+sys.path.insert(0, str(ROOT / "scripts"))  # snapkv_server.py, shared with scripts/load_test.py
 
-ROOT = Path(__file__).resolve().parent.parent
+from snapkv_server import SnapkvServer  # noqa: E402
 CHARS_PER_TOKEN = 4.2
 LLAMA = "llama.cpp"
 STOP = threading.Event()  # set by SIGTERM / SIGINT

@@ -6,14 +6,23 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "eval/fidelity.h"
-#include "util/error.h"
+#include "cli_error.h"
+#include "eval/fidelity.h"  // read_paul_graham_essays, encode_prefix: the engine's, not yet in include/
+#include "snapkv/data_dir.h"
 
 namespace snapkv::cli {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+int32_t greedy(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+std::string data_flag_help() {
+  return fmt::format("evaluation data directory (holds niah_paulgraham/; default: $SNAPKV_DATA, else {})", kDefaultDataDir);
 }
 
 std::vector<int32_t> essay_tokens(const std::string& data_dir, const Tokenizer& tok, int n) {

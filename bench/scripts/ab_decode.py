@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two snapkv builds' decode speed, alternating, each pair classed by the machine's phase.
 
-  tools/perf/ab_decode.py OLD_SNAPKV NEW_SNAPKV --pairs 80 -- -p "Write a story." -n 300 -t 2
+  bench/scripts/ab_decode.py OLD_SNAPKV NEW_SNAPKV --pairs 80 -- -p "Write a story." -n 300 -t 2
 
 Runs `snapkv run ARGS` with each binary in turn (the order flips every pair), reads the
 "decode N tok/s" of each, and before every pair `NEW_SNAPKV bench phase` (bandwidth and the

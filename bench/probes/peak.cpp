@@ -1,6 +1,6 @@
 // Peak f32 multiply-add throughput and memory read bandwidth, compiled once per SIMD target like
 // the matmul kernels (Highway foreach_target), so that the roofline can be drawn per target.
-#include "ops/peak.h"
+#include "probes/peak.h"
 
 #include <algorithm>
 #include <tuple>
@@ -14,7 +14,7 @@
 #define HWY_DISABLED_TARGETS HWY_SSSE3
 #endif
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "ops/peak.cpp"
+#define HWY_TARGET_INCLUDE "probes/peak.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 

@@ -11,7 +11,7 @@
 // activations (kQ16). Q{8,16}Rows8Kernel/{AVX2,VNNI}/... times each 8- and 16-bit kernel this CPU
 // runs on that copy (decode picks the fastest; the others run on older CPUs), one token.
 //
-//   snapkv_bench --benchmark_filter='Matmul/Q4_1/576x1536'
+//   snapkv_microbench --benchmark_filter='Matmul/Q4_1/576x1536'
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 

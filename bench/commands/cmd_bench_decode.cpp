@@ -9,8 +9,10 @@
 // untimed step (the first append to a copy reallocates it). B copies cost
 // each step what B different prompts of length L cost (every sequence attends over its own L, or
 // its compressed C, entries). Reported: medians over the repetitions of the prefill seconds, the
-// peak RSS and the mean ms per decode step. llama.cpp runs scripts/llama_bench.py (llama-cpp-python,
-// same GGUF, same token ids, same threads, its default f16 cache) when --llama-python is given.
+// peak RSS and the mean ms per decode step. llama.cpp runs bench/scripts/llama_bench.py
+// (llama-cpp-python, same GGUF, same token ids, same threads, its default f16 cache) when
+// --llama-python is given.
+// On the public API only (snapkv/model.h, snapkv/session.h): B copies are Session::fork()s.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -26,20 +28,15 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "commands.h"
-#include "internal_bridge.h"
-#include "engine/sampler.h"
-#include "engine/sequence.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
-#include "model/model.h"
+#include "cli_error.h"
 #include "model_options.h"
+#include "snapkv/data_dir.h"
+#include "snapkv/memory.h"
+#include "snapkv/session.h"
+#include "snapkv/timer.h"
+#include "subcommands.h"
 #include "svg_chart.h"
 #include "text_file.h"
-#include "util/error.h"
-#include "snapkv/memory.h"
-#include "util/thread_pool.h"
-#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
@@ -48,7 +45,7 @@ namespace fs = std::filesystem;
 
 struct DecodeBenchOptions {
   std::string model = kDefaultModel;
-  std::string data = "../shared/data";
+  std::string data;  // resolve_data_dir
   std::vector<int> lengths;  // empty: default_lengths
   std::vector<int> batches = {1, 2, 4};
   std::vector<int> capacities = {1024, 2048};
@@ -56,7 +53,7 @@ struct DecodeBenchOptions {
   int reps = 5;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string llama_python;  // empty: no llama.cpp contender
-  std::string llama_script = "scripts/llama_bench.py";
+  std::string llama_script = "bench/scripts/llama_bench.py";
   std::string out;
   ModelFlags model_flags;
 };
@@ -74,34 +71,30 @@ struct Sample {
 
 // One measurement of snapkv, run in the calling (child) process.
 Sample measure_snapkv(const DecodeBenchOptions& o, const Contender& c, const std::vector<int32_t>& ids) {
-  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
-  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
-  ThreadPool pool(o.threads);
-  const int n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
-  SequenceOptions so;
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  SessionOptions so;
+  so.n_ctx = static_cast<int>(ids.size()) + o.n_decode + 2;
   if (c.capacity > 0) so.press.press = "snapkv", so.press.capacity = c.capacity;
-  Sequence prompt(*model, n_ctx, pool, so);
+  Session prompt(model, so);
   Sample r;
   Timer t;
   prompt.prefill(ids);
   r.prefill_s = t.seconds();
   r.peak_rss = static_cast<double>(peak_rss_bytes());
-  r.kv_bytes = static_cast<double>(prompt.kv().bytes());
+  r.kv_bytes = static_cast<double>(prompt.kv_bytes());
   for (int b : o.batches) {
-    std::vector<std::unique_ptr<Sequence>> seqs;
-    std::vector<Sequence*> ptrs;
-    for (int i = 0; i < b; ++i) {
-      seqs.push_back(std::make_unique<Sequence>(*model, n_ctx, pool, SequenceOptions{so.kv_type, {}}));
-      seqs.back()->adopt(prompt.kv(), prompt.tokens(), prompt.logits());
-      ptrs.push_back(seqs.back().get());
-    }
-    std::vector<int32_t> next(static_cast<size_t>(b), greedy_token(prompt.logits()));
+    std::vector<Session> seqs;
+    std::vector<Session*> ptrs;
+    seqs.reserve(static_cast<size_t>(b));
+    for (int i = 0; i < b; ++i) seqs.push_back(prompt.fork());
+    for (Session& s : seqs) ptrs.push_back(&s);
+    std::vector<int32_t> next(static_cast<size_t>(b), greedy(prompt.logits()));
     double spent = 0;
     for (int step = 0; step <= o.n_decode; ++step) {  // step 0 untimed: the copies' first append grows them
       t.reset();
-      Sequence::decode_batch(ptrs, next);
+      Session::decode_batch(ptrs, next);
       if (step > 0) spent += t.seconds();
-      for (size_t i = 0; i < ptrs.size(); ++i) next[i] = greedy_token(ptrs[i]->logits());
+      for (size_t i = 0; i < ptrs.size(); ++i) next[i] = greedy(ptrs[i]->logits());
     }
     r.step_ms.push_back(spent * 1e3 / o.n_decode);
   }
@@ -161,6 +154,44 @@ std::vector<int> default_lengths(int n_ctx_train, int n_decode) {
   return lengths;
 }
 
+// The prompt of each length, checked against the model's context. Read in a child process: the
+// measurements are forks of this one, and a model loaded here would add its memory to each
+// child's peak RSS.
+struct Prompts {
+  std::vector<int> lengths;
+  std::map<int, std::vector<int32_t>> ids;
+};
+
+Prompts read_prompts(const DecodeBenchOptions& o) {
+  std::istringstream in(run_in_child([&] {
+    const Model model = Model::load(o.model, o.model_flags.model_options(1));
+    const int n_ctx_train = model.info().n_ctx_train;
+    const std::vector<int> lengths = o.lengths.empty() ? default_lengths(n_ctx_train, o.n_decode) : o.lengths;
+    if (lengths.empty()) fail(ErrorKind::kInvalidArgument, "-n {}: no prompt fits the model's context of {}", o.n_decode, n_ctx_train);
+    for (int l : lengths) {
+      if (l < 1 || l + o.n_decode + 2 > n_ctx_train) {
+        fail(ErrorKind::kInvalidArgument, "--lengths: {} + {} decoded tokens does not fit the model's context of {}", l,
+             o.n_decode, n_ctx_train);
+      }
+    }
+    const std::string data = resolve_data_dir(o.data);
+    std::string text;
+    for (int l : lengths) text += fmt::format("{} {}\n", l, fmt::join(essay_tokens(data, model.tokenizer(), l), " "));
+    return text;
+  }));
+  Prompts p;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    int length = 0;
+    fields >> length;
+    std::vector<int32_t>& ids = p.ids[length];
+    for (int32_t id; fields >> id;) ids.push_back(id);
+    if (static_cast<int>(ids.size()) != length) fail(ErrorKind::kInternal, "bench: unreadable prompt of {} tokens", length);
+    p.lengths.push_back(length);
+  }
+  return p;
+}
+
 std::string mib(double bytes) { return std::isfinite(bytes) ? fmt::format("{:.1f}", bytes / (1 << 20)) : "-"; }
 
 int bench_decode(const DecodeBenchOptions& o) {
@@ -180,19 +211,8 @@ int bench_decode(const DecodeBenchOptions& o) {
     if (!fs::exists(o.llama_script)) fail(ErrorKind::kInvalidArgument, "{}: no such file (--llama-script)", o.llama_script);
     contenders.push_back({"llama.cpp", 0, true});
   }
-  // Mapped, not read in: each measurement is a fork of this process, and anonymous memory here
-  // would count in every child's peak RSS (a model read in whole added its size to each).
-  const auto file = GgufFile::open(o.model, GgufFile::Memory::kMapped);
-  const auto tok = Tokenizer::from_gguf(*file);
-  const int n_ctx_train = load_decoder(*file)->hparams().n_ctx_train;
-  const std::vector<int> lengths = o.lengths.empty() ? default_lengths(n_ctx_train, o.n_decode) : o.lengths;
-  if (lengths.empty()) fail(ErrorKind::kInvalidArgument, "-n {}: no prompt fits the model's context of {}", o.n_decode, n_ctx_train);
-  for (int l : lengths) {
-    if (l < 1 || l + o.n_decode + 2 > n_ctx_train) {
-      fail(ErrorKind::kInvalidArgument, "--lengths: {} + {} decoded tokens does not fit the model's context of {}", l,
-           o.n_decode, n_ctx_train);
-    }
-  }
+  const Prompts prompts = read_prompts(o);
+  const std::vector<int>& lengths = prompts.lengths;
   if (!o.out.empty()) fs::create_directories(o.out);
   double load[1] = {0};
   getloadavg(load, 1);
@@ -206,7 +226,7 @@ int bench_decode(const DecodeBenchOptions& o) {
   std::map<std::pair<int, size_t>, Sample> med;  // (length, contender) -> medians
   nlohmann::json raw = nlohmann::json::array();
   for (int length : lengths) {
-    const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
+    const std::vector<int32_t>& ids = prompts.ids.at(length);
     write_text_file(tokens_file, fmt::format("{}\n", fmt::join(ids, " ")));
     std::vector<std::vector<Sample>> samples(contenders.size());
     for (int rep = 0; rep < o.reps; ++rep) {
@@ -304,7 +324,7 @@ int bench_decode(const DecodeBenchOptions& o) {
 Action add_bench_decode(CLI::App& app) {
   auto o = std::make_shared<DecodeBenchOptions>();
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
+  app.add_option("--data", o->data, data_flag_help());
   app.add_option("--lengths", o->lengths,
                  fmt::format("prompt lengths in tokens (default: {} where they fit, and the longest the model's "
                              "context holds with the decoded steps, a multiple of 64)",

@@ -5,7 +5,7 @@
 // Counters: FLOP/s = 4 * d * (query, key) pairs per second for the scoring (QK twice: the
 // maximum pass and the sum pass); entries/s for pooling and top-k.
 //
-//   snapkv_bench --benchmark_filter='Window|Pool|TopK'
+//   snapkv_microbench --benchmark_filter='Window|Pool|TopK'
 #include <benchmark/benchmark.h>
 
 #include <numeric>

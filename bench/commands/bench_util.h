@@ -2,6 +2,7 @@
 // Pieces shared by the `snapkv bench` subcommands.
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@ namespace snapkv::cli {
 
 // The median of v (the upper one for an even count); v must not be empty.
 double median(std::vector<double> v);
+
+// The most likely next token (the first of equals).
+int32_t greedy(std::span<const float> logits);
+
+// Help of the --data flag (resolved by snapkv::resolve_data_dir).
+std::string data_flag_help();
 
 // The first n tokens of the Paul Graham essays in data_dir, or Error(kInvalidArgument).
 std::vector<int32_t> essay_tokens(const std::string& data_dir, const Tokenizer& tok, int n);

@@ -1,7 +1,8 @@
 // snapkv bench compress: full cache vs a press, side by side in one run on the same machine.
 // For each prompt length the two configurations alternate, each measurement in a fresh child
 // process (run_in_child), so peak RSS is per configuration and neither run warms caches for the
-// other. Reports medians and the ratios full / press.
+// other. Reports medians and the ratios full / press. On the public API only (snapkv/model.h,
+// snapkv/session.h, generate).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,26 +10,20 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "commands.h"
-#include "internal_bridge.h"
-#include "engine/sampler.h"
-#include "engine/sequence.h"
-#include "io/gguf.h"
-#include "snapkv/tokenizer.h"
+#include "cli_error.h"
 #include "kv_options.h"
 #include "model_options.h"
-#include "model/model.h"
-#include "util/error.h"
+#include "snapkv/data_dir.h"
 #include "snapkv/memory.h"
-#include "util/thread_pool.h"
-#include "snapkv/timer.h"
+#include "snapkv/session.h"
+#include "subcommands.h"
 
 namespace snapkv::cli {
 namespace {
 
 struct BenchOptions {
   std::string model = kDefaultModel;
-  std::string data = "../shared/data";
+  std::string data;  // resolve_data_dir
   std::vector<int> lengths = {4096, 7680};
   int n_decode = 64;
   int reps = 3;
@@ -42,30 +37,27 @@ struct Sample {
   double kv_bytes = 0, peak_rss = 0;
 };
 
-// One measurement, run in the calling (child) process.
-Sample measure(const BenchOptions& o, const SequenceOptions& so, int length) {
-  const auto file = GgufFile::open(o.model, file_memory_for(o.model_flags));
-  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
-  const auto tok = Tokenizer::from_gguf(*file);
-  const std::vector<int32_t> ids = essay_tokens(o.data, *tok, length);
-  ThreadPool pool(o.threads);
-  Sequence s(*model, length + o.n_decode + 1, pool, so);
+// One measurement, run in the calling (child) process: prefill, then n_decode greedy steps.
+Sample measure(const BenchOptions& o, const SessionOptions& so, int length) {
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const std::vector<int32_t> ids = essay_tokens(resolve_data_dir(o.data), model.tokenizer(), length);
+  SessionOptions sized = so;
+  sized.n_ctx = length + o.n_decode + 1;
+  Session s(model, sized);
+  GenerateParams params;  // greedy
+  params.max_tokens = o.n_decode + 1;  // n_decode forward passes: the last token needs none
+  params.stop_at_eog = false;
+  const GenerateStats g = generate(s, ids, params, [](int32_t, std::string_view) { return true; });
+  if (g.n_decoded != o.n_decode) fail(ErrorKind::kInternal, "bench: {} decode steps, not {}", g.n_decoded, o.n_decode);
   Sample r;
-  Timer t;
-  s.prefill(ids);
-  r.prefill_s = t.seconds();
-  t.reset();
-  for (int i = 0; i < o.n_decode; ++i) {
-    const auto logits = s.logits();
-    s.decode(greedy_token(logits));
-  }
-  r.decode_ms = t.seconds() * 1e3 / o.n_decode;
-  r.kv_bytes = static_cast<double>(s.kv().bytes());
+  r.prefill_s = g.prefill_s;
+  r.decode_ms = g.decode_s * 1e3 / g.n_decoded;
+  r.kv_bytes = static_cast<double>(s.kv_bytes());
   r.peak_rss = static_cast<double>(peak_rss_bytes());
   return r;
 }
 
-Sample measure_in_child(const BenchOptions& o, const SequenceOptions& so, int length) {
+Sample measure_in_child(const BenchOptions& o, const SessionOptions& so, int length) {
   std::istringstream in(run_in_child([&] {
     const Sample r = measure(o, so, length);
     return fmt::format("{} {} {} {}", r.prefill_s, r.decode_ms, r.kv_bytes, r.peak_rss);
@@ -77,9 +69,9 @@ Sample measure_in_child(const BenchOptions& o, const SequenceOptions& so, int le
 
 int bench_compress(const BenchOptions& o) {
   if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
-  SequenceOptions press = sequence_options(o.kv.session_options());
+  const SessionOptions press = o.kv.session_options();
   if (!press.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
-  SequenceOptions full = press;
+  SessionOptions full = press;
   full.press = PressConfig{};
   fmt::print("# bench compress: full cache vs {}, KV {}, {} threads, {} decoded tokens, median of {}\n\n",
              press.press.describe(), kv_type_name(press.kv_type), o.threads, o.n_decode, o.reps);
@@ -115,30 +107,18 @@ int bench_compress(const BenchOptions& o) {
 
 }  // namespace
 
-Action add_bench(CLI::App& app) {
-  app.require_subcommand(1);
-  CLI::App* c = app.add_subcommand("compress", "full cache vs a press: prefill time, decode ms/token, KV bytes, peak RSS");
+Action add_bench_compress(CLI::App& c) {
   auto o = std::make_shared<BenchOptions>();
   o->kv.press.press = "snapkv";
-  c->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  c->add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
-  c->add_option("--lengths", o->lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
-  c->add_option("-n,--n-decode", o->n_decode, "tokens decoded after each prompt")->capture_default_str();
-  c->add_option("--reps", o->reps, "measurements per configuration (median reported)")->capture_default_str();
-  c->add_option("-t,--threads", o->threads, "threads")->capture_default_str();
-  add_kv_options(*c, o->kv);
-  add_model_flags(*c, o->model_flags);
-  CLI::App* roofline = app.add_subcommand(
-      "roofline", "this CPU's FLOP/s and bandwidth ceilings, and prefill and decode against their bounds");
-  Action run_roofline = add_bench_roofline(*roofline);
-  CLI::App* decode = app.add_subcommand(
-      "decode", "decode ms per step vs prompt length and batch size, prefill time and memory: full, SnapKV, llama.cpp");
-  Action run_decode = add_bench_decode(*decode);
-  CLI::App* phase = app.add_subcommand("phase", "this moment's memory read bandwidth and the threads' cache-line round trip");
-  Action run_phase = add_bench_phase(*phase);
-  return [o, c, roofline, run_roofline, decode, run_decode, run_phase] {
-    return c->parsed() ? bench_compress(*o) : roofline->parsed() ? run_roofline() : decode->parsed() ? run_decode() : run_phase();
-  };
+  c.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  c.add_option("--data", o->data, data_flag_help());
+  c.add_option("--lengths", o->lengths, "prompt lengths in tokens")->delimiter(',')->capture_default_str();
+  c.add_option("-n,--n-decode", o->n_decode, "tokens decoded after each prompt")->capture_default_str();
+  c.add_option("--reps", o->reps, "measurements per configuration (median reported)")->capture_default_str();
+  c.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
+  add_kv_options(c, o->kv);
+  add_model_flags(c, o->model_flags);
+  return [o] { return bench_compress(*o); };
 }
 
 }  // namespace snapkv::cli

@@ -2,8 +2,10 @@
 // and the rate at which the 8-bit decode kernel streams the same bytes, on one line. The VMs here
 // switch between phases, seconds to minutes long, that move a decode run by tens of per cent (the
 // Zen 4 VM: ~31 GB/s with ~56 ns, ~55 GB/s with ~330 ns), so an alternating comparison of two
-// builds (tools/perf/ab_decode.py) classes each pair by the reading taken just before it. In the
+// builds (bench/scripts/ab_decode.py) classes each pair by the reading taken just before it. In the
 // slow phases the kernel keeps up with the plain read; in the fast ones it fell behind it (~0.8x).
+// It times an engine kernel and the probes directly, so it is built on the engine's internals
+// (snapkv_internal), not on the public API.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -13,15 +15,15 @@
 #include <thread>
 #include <vector>
 
-#include "commands.h"
 #include "ops/matvec_q8.h"
-#include "ops/peak.h"
 #include "ops/rows8.h"
+#include "probes/peak.h"
+#include "probes/round_trip.h"
+#include "snapkv/timer.h"
+#include "subcommands.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
-#include "util/round_trip.h"
 #include "util/thread_pool.h"
-#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {

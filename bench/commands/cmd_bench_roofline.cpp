@@ -1,5 +1,8 @@
 // snapkv bench roofline: this machine's ceilings, then each phase of the model against its bound.
-//   ceilings: f32 multiply-add peak per SIMD target, memory read bandwidth (src/ops/peak.h);
+// It times the engine's kernels and layers themselves (one layer's matmuls per SIMD target, the
+// weights a decode step reads), so it is built on the engine's internals (snapkv_internal), not on
+// the public API.
+//   ceilings: f32 multiply-add peak per SIMD target, memory read bandwidth (bench/probes/peak.h);
 //   prefill matmuls: one layer's weight matrices over a chunk of tokens, per SIMD target, against
 //     their FLOPs / that target's peak;
 //   prefill: a whole prompt (attention included) against its FLOPs / peak;
@@ -11,7 +14,7 @@
 //     only such pairs compare the two);
 //   with 2 or more threads, the time a cache line takes from one pool thread to another and back,
 //     once with the ceilings and around each decode run: on the Zen 4 VM it tells its two phases
-//     apart (src/util/round_trip.h).
+//     apart (bench/probes/round_trip.h).
 // Times are medians of --reps runs; the ceilings are the best of theirs.
 #include <fmt/core.h>
 
@@ -24,31 +27,39 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "commands.h"
-#include "internal_bridge.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "hwy/targets.h"
 #include "io/gguf.h"
-#include "snapkv/tokenizer.h"
 #include "kv_options.h"
 #include "model/model.h"
 #include "model_options.h"
 #include "ops/matmul.h"
 #include "ops/matvec_q8.h"
-#include "ops/peak.h"
+#include "ops/rows8.h"
+#include "probes/peak.h"
+#include "probes/round_trip.h"
+#include "snapkv/data_dir.h"
+#include "snapkv/timer.h"
+#include "snapkv/tokenizer.h"
+#include "subcommands.h"
 #include "util/aligned_vector.h"
 #include "util/error.h"
-#include "util/round_trip.h"
 #include "util/thread_pool.h"
-#include "snapkv/timer.h"
 
 namespace snapkv::cli {
 namespace {
 
+// The engine's objects for the model flags, as snapkv::Model::load builds them: the file mapped
+// where the decoder copies its matrices, else read into huge pages.
+DecoderOptions decoder_options(const ModelFlags& f) { return DecoderOptions{f.model_options().decode_activations}; }
+GgufFile::Memory file_memory(const ModelFlags& f) {
+  return rows8_wanted(f.model_options().decode_activations) ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages;
+}
+
 struct RooflineOptions {
   std::string model = kDefaultModel;
-  std::string data = "../shared/data";
+  std::string data;  // resolve_data_dir
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int reps = 5;
   int n_decode = 32;
@@ -206,18 +217,19 @@ int bench_roofline(const RooflineOptions& o) {
     fail(ErrorKind::kInvalidArgument, "--reps, -n, -t, --chunk, --prefill and --long must be >= 1");
   }
   if (!(o.bandwidth_mib >= 64)) fail(ErrorKind::kInvalidArgument, "--bandwidth-mib must be at least 64");
-  const SequenceOptions pressed = sequence_options(o.kv.session_options());
+  const SessionOptions session = o.kv.session_options();
+  const SequenceOptions pressed{session.kv_type, session.press};
   if (!pressed.press.compresses()) fail(ErrorKind::kInvalidArgument, "--kv-press must name a compressing press");
   SequenceOptions full = pressed;
   full.press = PressConfig{};
   // Two models from one file read the file's rows alike only when it is in memory.
-  const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? file_memory_for(o.model_flags)
+  const auto file = GgufFile::open(o.model, o.versus_activations.empty() ? file_memory(o.model_flags)
                                                                           : GgufFile::Memory::kHugePages);
-  const auto model = load_decoder(*file, decoder_options_for(o.model_flags));
+  const auto model = load_decoder(*file, decoder_options(o.model_flags));
   std::vector<const Decoder*> models{model.get()};
   std::unique_ptr<Decoder> versus;
   if (!o.versus_activations.empty()) {
-    versus = load_decoder(*file, decoder_options_for(ModelFlags{o.versus_activations}));
+    versus = load_decoder(*file, decoder_options(ModelFlags{o.versus_activations}));
     models.push_back(versus.get());
   }
   const auto tok = Tokenizer::from_gguf(*file);
@@ -265,7 +277,7 @@ int bench_roofline(const RooflineOptions& o) {
              versus ? fmt::format("; the second table, token-paired with {}", describe(o.versus_activations)) : "");
 
   // Prefill of a whole prompt: matmuls plus attention (QK^T and PV over the causal half).
-  const std::vector<int32_t> long_ids = essay_tokens(o.data, *tok, o.long_prompt);
+  const std::vector<int32_t> long_ids = essay_tokens(resolve_data_dir(o.data), *tok, o.long_prompt);
   const std::vector<int32_t> prefill_ids(long_ids.begin(), long_ids.begin() + std::min(o.prefill, o.long_prompt));
   std::vector<double> prefill_s;
   for (int r = 0; r < o.reps; ++r) {
@@ -343,7 +355,7 @@ Action add_bench_roofline(CLI::App& app) {
   o->kv.press.press = "snapkv";
   o->kv.press.capacity = 1024;
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("--data", o->data, "evaluation data directory (Paul Graham essays)")->capture_default_str();
+  app.add_option("--data", o->data, data_flag_help());
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--reps", o->reps, "runs per figure (medians; ceilings: best)")->capture_default_str();
   app.add_option("-n,--n-decode", o->n_decode, "tokens per decode run")->capture_default_str();

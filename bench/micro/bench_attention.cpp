@@ -5,7 +5,7 @@
 // Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
 // multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
 //
-//   snapkv_bench --benchmark_filter='Attention'
+//   snapkv_microbench --benchmark_filter='Attention'
 #include <benchmark/benchmark.h>
 
 #include <random>

@@ -4,7 +4,7 @@
 // the greedy token (against std::max_element). Counter: B/s = bytes read and written per second
 // (each works in place or row by row, so each is one pass over its rows).
 //
-//   snapkv_bench --benchmark_filter='RmsNorm|Rope|Argmax'
+//   snapkv_microbench --benchmark_filter='RmsNorm|Rope|Argmax'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
