@@ -1,9 +1,9 @@
 // snapkv bench phase: this moment's memory read bandwidth, the pool threads' cache-line round trip
-// and the rate at which the 8-bit decode kernel streams the same bytes, on one line. The VMs here
-// switch between phases, seconds to minutes long, that move a decode run by tens of per cent (the
-// Zen 4 VM: ~31 GB/s with ~56 ns, ~55 GB/s with ~330 ns), so an alternating comparison of two
-// builds (bench/scripts/ab_decode.py) classes each pair by the reading taken just before it. In the
-// slow phases the kernel keeps up with the plain read; in the fast ones it fell behind it (~0.8x).
+// and the rate at which the 8-bit decode kernel streams the same bytes, on one line. Some machines
+// (VMs especially) switch between phases, seconds to minutes long, that move a decode run by tens
+// of per cent, so an alternating comparison of two builds (bench/scripts/ab_decode.py) classes
+// each pair by the reading taken just before it; the kernel's rate against the plain read shows
+// whether decode keeps up with memory in that phase.
 // It times an engine kernel and the probes directly, so it is built on the engine's internals
 // (snapkv_internal), not on the public API.
 #include <fmt/core.h>

@@ -10,11 +10,11 @@
 //     short prompt, and after a long one with the full cache and with a press; once against the
 //     best bandwidth read at the start, once against the bandwidth read around each run; with
 //     --versus-activations, also with the other decode activations, the two taking turns token by
-//     token (on a machine whose speed drifts by tens of percent between runs, as the VMs here do,
+//     token (on a machine whose speed drifts by tens of percent between runs, as some VMs do,
 //     only such pairs compare the two);
 //   with 2 or more threads, the time a cache line takes from one pool thread to another and back,
-//     once with the ceilings and around each decode run: on the Zen 4 VM it tells its two phases
-//     apart (bench/probes/round_trip.h).
+//     once with the ceilings and around each decode run: on a machine with such phases it tells
+//     them apart (bench/probes/round_trip.h).
 // Times are medians of --reps runs; the ceilings are the best of theirs.
 #include <fmt/core.h>
 
@@ -153,8 +153,8 @@ struct Decoded {
   double kv_bytes = 0;         // held after the prompt (what each decode step reads)
 };
 
-// The VMs here read memory at rates that switch between phases, seconds to minutes long (on the
-// Zen 4 VM about 31 and about 53 GB/s), so that a ceiling measured once says little about the
+// Some machines (VMs especially) read memory at rates that switch between phases, seconds to
+// minutes long, so that a ceiling measured once says little about the
 // bandwidth a decode run had. The bandwidth buffer is therefore read once before and once after
 // each run (the default 32 tokens take well under a second): run_bandwidth[r] is what those two
 // reads got together (bytes read / seconds), which gives run r its own bound. The threads' round

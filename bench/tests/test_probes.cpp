@@ -9,7 +9,7 @@ namespace snapkv {
 namespace {
 
 // The round trip returns (thread 1 answers every round, also with a third thread idle in the job)
-// and takes more than nothing and less than 0.1 s per trip: ~55-320 ns on the VMs here, but a
+// and takes more than nothing and less than 0.1 s per trip: well under a microsecond on an idle machine, but a
 // test run beside others on two cores may find a thread descheduled for a time slice. Fewer than
 // two threads, or no rounds, are refused.
 TEST(ThreadRoundTrip, TwoThreadsHandALineBackAndForth) {

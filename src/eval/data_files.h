@@ -1,5 +1,5 @@
 #pragma once
-// Reading the shared evaluation data (shared/data): whole files, word lists, JSON and JSON Lines.
+// Reading the evaluation data (the folder snapkv/data_dir.h resolves): whole files, word lists, JSON and JSON Lines.
 // Every failure is one Error(kBadFile) naming the file, and the line for JSON Lines.
 #include <nlohmann/json.hpp>
 

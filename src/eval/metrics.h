@@ -1,6 +1,7 @@
 #pragma once
 // Answer scores of the evaluation suites, each as its reference implementation computes it
-// (shared/data/SOURCES.md names them).
+// (named in each section below).
+
 #include <string>
 #include <string_view>
 #include <vector>

@@ -34,7 +34,7 @@ struct EvalCase {
 };
 
 struct SuiteParams {
-  std::string data = kDefaultDataDir;   // the shared evaluation data folder
+  std::string data = kDefaultDataDir;   // the evaluation data folder (snapkv/data_dir.h)
   std::vector<int> lengths;             // prompt lengths in tokens (answer included); empty: the suite's
   std::vector<std::string> tasks;       // the suite's tasks to run; empty: its defaults
   int limit = 0;                        // cases per (task, length) at most; 0: all
