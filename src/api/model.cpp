@@ -12,20 +12,25 @@ std::string ModelOptions::validate() const {
   return {};
 }
 
+// Each parse is the inverse of its name function, so the two cannot disagree.
 bool parse_kv_type(const std::string& s, KvType& out) {
-  if (s == "f16") out = KvType::kF16;
-  else if (s == "bf16") out = KvType::kBF16;
-  else if (s == "f32") out = KvType::kF32;
-  else return false;
-  return true;
+  for (const KvType t : {KvType::kF16, KvType::kBF16, KvType::kF32}) {
+    if (s == kv_type_name(t)) {
+      out = t;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool parse_matmul_activations(const std::string& s, MatmulActivations& out) {
-  if (s == "f32") out = MatmulActivations::kF32;
-  else if (s == "q16") out = MatmulActivations::kQ16;
-  else if (s == "q8") out = MatmulActivations::kQ8;
-  else return false;
-  return true;
+  for (const MatmulActivations a : {MatmulActivations::kF32, MatmulActivations::kQ16, MatmulActivations::kQ8}) {
+    if (s == matmul_activations_name(a)) {
+      out = a;
+      return true;
+    }
+  }
+  return false;
 }
 
 const char* matmul_activations_name(MatmulActivations a) {
