@@ -8,6 +8,7 @@
 
 #include "cli_error.h"
 #include "eval/fidelity.h"  // read_paul_graham_essays, encode_prefix: the engine's, not yet in include/
+#include "io/gguf.h"
 #include "snapkv/data_dir.h"
 
 namespace snapkv::cli {
@@ -78,6 +79,15 @@ std::string run_command(const std::string& command) {
          out.empty() ? "" : ": " + out.substr(out.rfind('\n') + 1));
   }
   return out;
+}
+
+size_t decode_weight_bytes(const GgufFile& file) {
+  const bool tied = file.find_tensor("output.weight") == nullptr;
+  size_t bytes = 0;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.name != "token_embd.weight" || tied) bytes += t.n_bytes;
+  }
+  return bytes;
 }
 
 std::string shell_quote(const std::string& s) {

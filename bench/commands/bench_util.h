@@ -1,5 +1,6 @@
 #pragma once
 // Pieces shared by the `snapkv bench` subcommands.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -7,6 +8,10 @@
 #include <vector>
 
 #include "snapkv/tokenizer.h"
+
+namespace snapkv {
+class GgufFile;
+}
 
 namespace snapkv::cli {
 
@@ -30,6 +35,10 @@ std::string run_in_child(const std::function<std::string()>& fn);
 // Runs a shell command and returns its standard output; Error(kInternal) with the command's
 // last output line when it fails.
 std::string run_command(const std::string& command);
+
+// Bytes of the weights one decode step reads: every tensor, the embedding table only where it
+// doubles as the output head (otherwise a step reads one row of it).
+size_t decode_weight_bytes(const GgufFile& file);
 
 // s between single quotes for /bin/sh.
 std::string shell_quote(const std::string& s);

@@ -11,7 +11,8 @@
 // its compressed C, entries). Reported: medians over the repetitions of the prefill seconds, the
 // peak RSS and the mean ms per decode step. llama.cpp runs bench/scripts/llama_bench.py
 // (llama-cpp-python, same GGUF, same token ids, same threads, its default f16 cache) when
-// --llama-python is given.
+// --llama-python is given. With --llama-bench, the comparison is against llama.cpp's native
+// llama-bench instead, at batch 1 (llama_bench_peer.h).
 // On the public API only (snapkv/model.h, snapkv/session.h): B copies are Session::fork()s.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -29,6 +30,7 @@
 
 #include "bench_util.h"
 #include "cli_error.h"
+#include "llama_bench_peer.h"
 #include "model_options.h"
 #include "snapkv/data_dir.h"
 #include "snapkv/memory.h"
@@ -54,6 +56,7 @@ struct DecodeBenchOptions {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string llama_python;  // empty: no llama.cpp contender
   std::string llama_script = "bench/scripts/llama_bench.py";
+  std::string llama_bench;  // llama.cpp's llama-bench binary: the native comparison instead
   std::string out;
   ModelFlags model_flags;
 };
@@ -194,8 +197,32 @@ Prompts read_prompts(const DecodeBenchOptions& o) {
 
 std::string mib(double bytes) { return std::isfinite(bytes) ? fmt::format("{:.1f}", bytes / (1 << 20)) : "-"; }
 
+// snapkv against llama-bench: our contenders at batch 1 on the essays' first tokens (llama-bench
+// prefills random tokens; the speed of either does not depend on which tokens they are).
+int bench_decode_versus_llama_bench(DecodeBenchOptions o) {
+  check_llama_bench(o.llama_bench);
+  o.batches = {1};
+  if (o.lengths.empty()) o.lengths = {512};
+  const Prompts prompts = read_prompts(o);
+  PeerBenchOptions p;
+  p.llama_bench = o.llama_bench, p.model = o.model, p.lengths = prompts.lengths, p.capacities = o.capacities;
+  p.n_decode = o.n_decode, p.reps = o.reps, p.threads = o.threads;
+  p.decode_activations = o.model_flags.decode_activations, p.out = o.out;
+  for (int c : o.capacities) {
+    PressConfig press;
+    press.press = "snapkv", press.capacity = c;
+    if (const std::string e = press.validate(); !e.empty()) fail(ErrorKind::kInvalidArgument, "--capacities: {}", e);
+  }
+  return bench_versus_llama_bench(p, [&](int length, int capacity) {
+    const Contender c{"", capacity, false};
+    const Sample s = measure(o, c, prompts.ids.at(length), "");
+    return OurRun{s.prefill_s, s.step_ms.front(), s.kv_bytes};
+  });
+}
+
 int bench_decode(const DecodeBenchOptions& o) {
   if (o.reps < 1 || o.n_decode < 1 || o.threads < 1) fail(ErrorKind::kInvalidArgument, "--reps, -n and -t must be >= 1");
+  if (!o.llama_bench.empty()) return bench_decode_versus_llama_bench(o);
   if (o.batches.empty()) fail(ErrorKind::kInvalidArgument, "--batches must not be empty");
   for (int b : o.batches) {
     if (b < 1) fail(ErrorKind::kInvalidArgument, "--batches: {} is not a batch size", b);
@@ -330,14 +357,20 @@ Action add_bench_decode(CLI::App& app) {
                              "context holds with the decoded steps, a multiple of 64)",
                              fmt::join(kFigureLengths, ", ")))
       ->delimiter(',');
-  app.add_option("--batches", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
+  CLI::Option* batches = app.add_option("--batches", o->batches, "batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--capacities", o->capacities, "SnapKV capacities C (one contender each)")->delimiter(',')->capture_default_str();
   app.add_option("-n,--n-decode", o->n_decode, "decode steps per batch size")->capture_default_str();
   app.add_option("--reps", o->reps, "measurements per contender and length (median reported)")->capture_default_str();
   app.add_option("-t,--threads", o->threads, "threads, for every contender")->capture_default_str();
-  app.add_option("--llama-python", o->llama_python,
+  CLI::Option* llama_python = app.add_option("--llama-python", o->llama_python,
                  "Python with llama-cpp-python (e.g. tools/reference/.venv/bin/python): adds llama.cpp as a contender");
   app.add_option("--llama-script", o->llama_script, "the llama.cpp measurement script")->capture_default_str();
+  app.add_option("--llama-bench", o->llama_bench,
+                 "llama.cpp's llama-bench binary (scripts/build_llamacpp.sh): compare with it instead, at batch 1, "
+                 "prefill of each prompt length (default 512) and decode after it; SnapKV contenders only for "
+                 "capacities below the prompt; writes bench_llamacpp.md/.json")
+      ->excludes(llama_python)
+      ->excludes(batches);
   app.add_option("--out", o->out, "directory for bench_decode.md/.json and SVG plots");
   add_model_flags(app, o->model_flags);
   return [o] { return bench_decode(*o); };

@@ -96,10 +96,9 @@ std::string input_group(std::string_view name) {
 
 WeightsView weights_view(const GgufFile& file) {
   WeightsView w;
-  const bool tied = file.find_tensor("output.weight") == nullptr;
+  w.decode_bytes = decode_weight_bytes(file);
   std::map<std::string, std::vector<WeightMatrix>> groups;
   for (const GgufTensor& t : file.tensors()) {
-    if (t.name != "token_embd.weight" || tied) w.decode_bytes += t.n_bytes;
     if (t.n_dims != 2 || !t.name.starts_with("blk.")) continue;
     w.block_params += static_cast<double>(t.n_elements());
     if (t.name.starts_with("blk.0.")) groups[input_group(std::string_view(t.name).substr(6))].push_back(

@@ -2,11 +2,14 @@
 // every row (decode also against the bandwidth read around its runs, and token-paired with the
 // other activations) and counts the weights a decode step reads as the model file holds them;
 // decode measures every contender at every length and batch size and writes its tables and
-// plots; phase prints the bandwidth, round trip and 8-bit matvec rate of the moment; all refuse
+// plots, and against llama-bench (a stand-in script here) alternates with it and reports both
+// engines, their ratio and the bandwidth bound; phase prints the bandwidth, round trip and 8-bit matvec rate of the moment; all refuse
 // bad parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -138,6 +141,71 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
   std::filesystem::remove_all(out);
 }
 
+// A stand-in for llama.cpp's llama-bench: logs its arguments, prints results of the JSON shape
+// llama-bench -o json prints, faster with flash attention on; `fail` in its path makes it fail.
+std::filesystem::path fake_llama_bench(const std::filesystem::path& dir, bool fail) {
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path bin = dir / (fail ? "fail-llama-bench" : "llama-bench");
+  std::ofstream(bin) << "#!/bin/sh\necho \"$@\" >>" << (dir / "args.txt").string() << "\n"
+                     << (fail ? "echo 'error: failed to load model' >&2; exit 1\n" : "")
+                     << "echo '[{\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", \"flash_attn\": 0, "
+                        "\"avg_ts\": 100.0}, {\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", "
+                        "\"flash_attn\": 1, \"avg_ts\": 200.0}]'\n";
+  std::filesystem::permissions(bin, std::filesystem::perms::owner_all);
+  return bin;
+}
+
+TEST(CliBench, DecodeAlternatesWithLlamaBench) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "snapkv_test_bench_llama_bench";
+  std::filesystem::remove_all(dir);
+  const std::filesystem::path bin = fake_llama_bench(dir, false);
+  const test::CliRun r = test::run_cli(
+      fmt::format("bench decode -m {} --data {} -t 2 --llama-bench {} --lengths 128 --capacities 64,1024 -n 2 --reps 2 "
+                  "--out {}",
+                  test::default_model_path(), test::data_dir(), bin.string(), (dir / "out").string()),
+      300);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("| 128 | snapkv C=64 |"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("C=1024"), std::string::npos) << "no SnapKV contender at C >= the prompt\n" << r.out;
+  // Each repetition runs llama-bench twice: the prefill, then decode at the prompt's depth.
+  const std::string args = test::slurp(dir / "args.txt");
+  EXPECT_EQ(std::count(args.begin(), args.end(), '\n'), 4) << args;
+  EXPECT_NE(args.find("-t 2 -p 128 -n 0 -r 1 -fa 0,1 -o json"), std::string::npos) << args;
+  EXPECT_NE(args.find("-t 2 -p 0 -n 2 -d 128 -r 1 -fa 0,1 -o json"), std::string::npos) << args;
+
+  const auto j = nlohmann::json::parse(test::slurp(dir / "out" / "bench_llamacpp.json"));
+  EXPECT_EQ(j["llama_build_commit"], "fake123");
+  EXPECT_GT(j["decode_weight_bytes"].get<double>(), 0);
+  ASSERT_EQ(j["runs"].size(), 6u);  // 3 contenders x 2 reps
+  ASSERT_EQ(j["summary"].size(), 3u);
+  for (const auto& s : j["summary"]) {
+    EXPECT_GT(s["bound_ms"].get<double>(), 0) << s;
+    if (s["contender"] == "llama.cpp") {
+      // the better of flash attention off (100 tokens/s) and on (200)
+      EXPECT_EQ(s["prefill_tps"]["median"].get<double>(), 200) << s;
+      EXPECT_EQ(s["decode_tps"]["max"].get<double>(), 200) << s;
+      EXPECT_FALSE(s.contains("decode_ratio"));
+    } else {
+      const double ours = s["decode_tps"]["median"].get<double>();
+      EXPECT_GT(ours, 0) << s;
+      EXPECT_GE(s["decode_ratio"]["max"].get<double>(), s["decode_ratio"]["min"].get<double>()) << s;
+      EXPECT_GT(s["prefill_ratio"]["median"].get<double>(), 0) << s;
+    }
+  }
+  for (const auto& run : j["runs"]) {
+    if (run["contender"] == "llama.cpp") {
+      EXPECT_EQ(run["decode_flash_attn"], 1) << run;
+    }
+  }
+  EXPECT_NE(test::slurp(dir / "out" / "bench_llamacpp.md").find("Ours / llama.cpp"), std::string::npos);
+
+  // A failing llama-bench: its own last words in the error.
+  test::expect_cli_error(fmt::format("bench decode -m {} --data {} --llama-bench {} --lengths 64 -n 1 --reps 1",
+                                     test::default_model_path(), test::data_dir(), fake_llama_bench(dir, true).string()),
+                         "failed to load model");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliBench, DecodeRefusesBadParameters) {
   const std::string m = "-m " + test::default_model_path();
   test::expect_cli_error("bench decode " + m + " --lengths 9000", "context");
@@ -145,6 +213,9 @@ TEST(CliBench, DecodeRefusesBadParameters) {
   test::expect_cli_error("bench decode --batches 0", "--batches");
   test::expect_cli_error("bench decode --capacities 8", "--capacities");
   test::expect_cli_error("bench decode --llama-python python3 --llama-script /nonexistent.py", "--llama-script");
+  test::expect_cli_error("bench decode --llama-bench /nonexistent/llama-bench", "no such executable");
+  test::expect_cli_error("bench decode --llama-bench /bin/true --batches 2", "--batches");
+  test::expect_cli_error("bench decode --llama-bench /bin/true --llama-python python3", "--llama-python");
 }
 
 }  // namespace
