@@ -3,8 +3,8 @@
 // natively on the same GGUF with the same threads, the two taking turns run by run in one
 // invocation (scripts/build_llamacpp.sh builds the binary).
 //
-// Per prompt length P and repetition: each of our contenders once (a fresh process: prefill of P
-// tokens, then N decode steps after one untimed step), and llama-bench once for prefill
+// Per prompt length P and repetition: each of our contenders once (a fresh process: an untimed
+// prefill of P tokens, the timed one, then N decode steps after one untimed step), and llama-bench once for prefill
 // (`-p P -n 0`) and once for decode at the same depth (`-p 0 -n N -d P`), each with flash
 // attention off and on (`-fa 0,1`, one repetition, `-o json`), the better of the two kept. The
 // memory read bandwidth is measured before each repetition, for the decode's bound: (bytes of
