@@ -13,9 +13,11 @@
 // 32-bit lane; Q6_K's offset of 32 is taken off each sub-block's integer sum as 32 times the sum
 // of its activation codes.
 //
-// 8-bit activations meet the unsigned codes (4 to 6 bits) in vpdpbusd / vpmaddubsw. With 16 bits
-// a 32-bit lane is read as two 16-bit halves: the codes of bytes 0 and 2 of a row's 4, then of 1
-// and 3, meet the activations in the order of q16_slot.
+// 8-bit activations meet the unsigned codes (4 to 6 bits) in vpdpbusd / vpmaddubsw. 16-bit ones
+// are split into bytes, x = 256 xh + xl with xh signed and xl unsigned (QkActivations), so that
+// the same codes meet them in two 8-bit dot products, sum c xh and sum xl c (the codes in the
+// signed operand), combined as 256 times the first plus the second: the codes stay as the 8-bit
+// path decodes them, where 16-bit lanes would need them split into even and odd bytes.
 
 #include "ops/matvec_x86_dot-inl.h"
 
@@ -42,18 +44,40 @@ static inline __m256i Shift16(__m256i v) {
   else return v;
 }
 
-// The 8-bit codes c of 4 weights per row per lane as two vectors of 16-bit codes: bytes 0 and 2
-// (even) and bytes 1 and 3 (odd) of each lane, which meet activation slots (0, 1) and (2, 3) of
-// q16_slot's order.
-static inline void SplitCodes16(__m256i c, __m256i* even, __m256i* odd) {
-  *even = _mm256_and_si256(c, _mm256_set1_epi16(0x00FF));
-  *odd = _mm256_srli_epi16(c, 8);
+// The activations of one token at a super-block: the 8-bit codes (kBits 8), or the high bytes
+// xh and low bytes xl of the 16-bit codes, each in element order.
+struct TokenActs {
+  const int8_t* q;
+  const uint8_t* lo;
+};
+
+template <int kBits>
+static inline TokenActs TokenAt(const Q8Activations& x, const QkActivations& qk, int64_t t) {
+  if constexpr (kBits == 16) return {qk.high.data() + t * x.n_in, qk.low.data() + t * x.n_in};
+  return {x.q.data() + t * x.n_in, nullptr};
 }
 
-// The integer sums of one token over a pair of sub-blocks (the 8-bit path uses a and b only).
-struct PairSums {
-  __m256i a, a2, b, b2;
+// An int32 sum of one token over a sub-block: for 16-bit activations, of the products with xh
+// (s) and with xl (s2).
+struct Sum {
+  __m256i s, s2;
 };
+
+// s plus the products of the code vector c (4 codes per row per lane, unsigned, at most 63) with
+// activations e .. e + 3 of the token, broadcast. With 16 bits the low bytes go in as the
+// unsigned operand: vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15.
+template <int kBits>
+static inline void AddCodes(Sum& s, __m256i c, const TokenActs& x, int e) {
+  s.s = DotAdd(s.s, c, Broadcast4(x.q + e));
+  if constexpr (kBits == 16) s.s2 = DotAdd(s.s2, Broadcast4(x.lo + e), c);
+}
+
+// The sub-block's integer sum of codes times activation codes (exact: at most 63 * 32767 * 32).
+template <int kBits>
+static inline __m256i Total(const Sum& s) {
+  if constexpr (kBits == 16) return _mm256_add_epi32(_mm256_slli_epi32(s.s, 8), s.s2);
+  return s.s;
+}
 
 // A Q4_K / Q5_K super-block's d, 4 dmin (sum4 holds a quarter of a block's sum), and its 8 rows'
 // unpacked 6-bit scales and mins: byte j % 4 of each 32-bit lane of sc[j / 4] and mn[j / 4].
@@ -68,30 +92,13 @@ struct Q45Scales {
 // for its high one) serves the same 4 weights of every granule.
 // The two sub-blocks' products are added to acc, their mins times the activations' sums to off.
 template <bool kQ5, int kBits, int T, int g>
-static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q45Scales& sb, const void* const xq[T],
+static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q45Scales& sb, const TokenActs xq[T],
                               const float* const xd[T], const float* const xs[T], __m256 acc[T], __m256 off[T]) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  PairSums s[T];
-  for (int t = 0; t < T; ++t) s[t].a = s[t].a2 = s[t].b = s[t].b2 = _mm256_setzero_si256();
+  Sum a[T], b[T];
+  for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
   for (int k = 0; k < 8; ++k) {
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32 * (8 * g + k)));
-    if constexpr (kBits == 16 && !kQ5) {
-      // The nibbles of each 16-bit half masked in place: the low nibbles of bytes 0 and 2 (x1) and
-      // of bytes 1 and 3 (x256) for sub-block 2g; the high nibbles of bytes 0 and 2 (x16) and of
-      // bytes 1 and 3 (shifted down) for 2g + 1. One sum per scale, combined per sub-block.
-      const __m256i lo02 = _mm256_and_si256(c, _mm256_set1_epi16(0x000F));
-      const __m256i lo13x256 = _mm256_and_si256(c, _mm256_set1_epi16(0x0F00));
-      const __m256i hi02x16 = _mm256_and_si256(c, _mm256_set1_epi16(0x00F0));
-      const __m256i hi13 = _mm256_srli_epi16(c, 12);
-      for (int t = 0; t < T; ++t) {
-        const int16_t* x = static_cast<const int16_t*>(xq[t]) + 64 * g + 4 * k;
-        s[t].a = DotAdd16(s[t].a, lo02, Broadcast4(x));
-        s[t].a2 = DotAdd16(s[t].a2, lo13x256, Broadcast4(x + 2));
-        s[t].b = DotAdd16(s[t].b, hi13, Broadcast4(x + 32 + 2));
-        s[t].b2 = DotAdd16(s[t].b2, hi02x16, Broadcast4(x + 32));
-      }
-      continue;
-    }
     __m256i lo = _mm256_and_si256(c, low4);
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
     if constexpr (kQ5) {
@@ -99,32 +106,9 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
       lo = _mm256_or_si256(lo, _mm256_and_si256(Shift16<4 - 2 * g>(h), bit4));
       hi = _mm256_or_si256(hi, _mm256_and_si256(Shift16<3 - 2 * g>(h), bit4));
     }
-    if constexpr (kBits == 16) {
-      __m256i lo_even, lo_odd, hi_even, hi_odd;
-      SplitCodes16(lo, &lo_even, &lo_odd);
-      SplitCodes16(hi, &hi_even, &hi_odd);
-      for (int t = 0; t < T; ++t) {
-        const int16_t* x = static_cast<const int16_t*>(xq[t]) + 64 * g + 4 * k;
-        s[t].a = DotAdd16(s[t].a, lo_even, Broadcast4(x));
-        s[t].a2 = DotAdd16(s[t].a2, lo_odd, Broadcast4(x + 2));
-        s[t].b = DotAdd16(s[t].b, hi_even, Broadcast4(x + 32));
-        s[t].b2 = DotAdd16(s[t].b2, hi_odd, Broadcast4(x + 32 + 2));
-      }
-    } else {
-      for (int t = 0; t < T; ++t) {
-        const int8_t* x = static_cast<const int8_t*>(xq[t]) + 64 * g + 4 * k;
-        s[t].a = DotAdd(s[t].a, lo, Broadcast4(x));
-        s[t].b = DotAdd(s[t].b, hi, Broadcast4(x + 32));
-      }
-    }
-  }
-  for (int t = 0; t < T; ++t) {
-    if constexpr (kBits == 16 && !kQ5) {  // exact: a2 is a multiple of 256, b2 of 16
-      s[t].a = _mm256_add_epi32(s[t].a, _mm256_srai_epi32(s[t].a2, 8));
-      s[t].b = _mm256_add_epi32(s[t].b, _mm256_srai_epi32(s[t].b2, 4));
-    } else if constexpr (kBits == 16) {
-      s[t].a = _mm256_add_epi32(s[t].a, s[t].a2);
-      s[t].b = _mm256_add_epi32(s[t].b, s[t].b2);
+    for (int t = 0; t < T; ++t) {
+      AddCodes<kBits>(a[t], lo, xq[t], 64 * g + 4 * k);
+      AddCodes<kBits>(b[t], hi, xq[t], 64 * g + 32 + 4 * k);
     }
   }
   const __m256 da = _mm256_mul_ps(sb.d, _mm256_cvtepi32_ps(LaneByte<(2 * g) % 4>(sb.sc[g / 2])));
@@ -132,8 +116,10 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
   const __m256 ma = _mm256_mul_ps(sb.dmin4, _mm256_cvtepi32_ps(LaneByte<(2 * g) % 4>(sb.mn[g / 2])));
   const __m256 mb = _mm256_mul_ps(sb.dmin4, _mm256_cvtepi32_ps(LaneByte<(2 * g + 1) % 4>(sb.mn[g / 2])));
   for (int t = 0; t < T; ++t) {  // sub-blocks 2g and 2g + 1 are activation blocks 2g and 2g + 1
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t].a), _mm256_mul_ps(da, _mm256_set1_ps(xd[t][4 * (2 * g)])), acc[t]);
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t].b), _mm256_mul_ps(db, _mm256_set1_ps(xd[t][4 * (2 * g + 1)])), acc[t]);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Total<kBits>(a[t])), _mm256_mul_ps(da, _mm256_set1_ps(xd[t][4 * (2 * g)])),
+                             acc[t]);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Total<kBits>(b[t])),
+                             _mm256_mul_ps(db, _mm256_set1_ps(xd[t][4 * (2 * g + 1)])), acc[t]);
     off[t] = _mm256_fmadd_ps(ma, _mm256_set1_ps(xs[t][4 * (2 * g)]), off[t]);
     off[t] = _mm256_fmadd_ps(mb, _mm256_set1_ps(xs[t][4 * (2 * g + 1)]), off[t]);
   }
@@ -141,7 +127,8 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
 
 // Rows [r0, r1) (multiples of 8) of an interleaved Q4_K or Q5_K matrix for tokens t0 .. t0 + T.
 template <bool kQ5, int T, int kBits>
-static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, float* y, int64_t r0, int64_t r1) {
+static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActivations& qk, int64_t t0, float* y,
+                     int64_t r0, int64_t r1) {
   constexpr int64_t kGroupBlock = 8 * (kQ5 ? 176 : 144);
   // After the 8 rows' d and dmin: 3 chunks of packed scales, (Q5_K) 8 of fifth bits, 32 of codes.
   constexpr int64_t kScalesAt = 32, kHighAt = 128, kCodesAt = kQ5 ? 128 + 256 : 128;
@@ -154,13 +141,12 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, 
   for (int64_t grp = r0 / 8; grp < r1 / 8; ++grp) {
     const uint8_t* p = w.rows8 + static_cast<size_t>(grp) * group_bytes;
     __m256 acc[T], off[T];
-    const void* xq[T];
+    TokenActs xq[T];
     const float* xd[T];
     const float* xs[T];
     for (int t = 0; t < T; ++t) {
       acc[t] = off[t] = _mm256_setzero_ps();
-      if constexpr (kBits == 16) xq[t] = x.q16.data() + (t0 + t) * w.n_in;
-      else xq[t] = x.q.data() + (t0 + t) * w.n_in;
+      xq[t] = TokenAt<kBits>(x, qk, t0 + t);
       xd[t] = x.d4.data() + (t0 + t) * nb * 4;
       xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
     }
@@ -188,7 +174,8 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, 
       Q45Granule<kQ5, kBits, T, 2>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
       Q45Granule<kQ5, kBits, T, 3>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
       for (int t = 0; t < T; ++t) {
-        xq[t] = static_cast<const char*>(xq[t]) + 256 * (kBits / 8);
+        xq[t].q += 256;
+        if constexpr (kBits == 16) xq[t].lo += 256;
         xd[t] += 8 * 4;
         xs[t] += 8 * 4;
       }
@@ -205,7 +192,7 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, 
 // the 8 rows' d * sc and its activation block's d.
 // Their products are added to acc: p is the group's super-block, d its 8 rows' d.
 template <int kBits, int T, int h, int q>
-static inline void Q6Quarter(const uint8_t* p, __m256 d, const void* const xq[T], const float* const xd[T],
+static inline void Q6Quarter(const uint8_t* p, __m256 d, const TokenActs xq[T], const float* const xd[T],
                              const int32_t* const x16[T], __m256 acc[T]) {
   // After the 8 rows' d: 32 chunks of low nibbles, 16 of high bit pairs, 4 of int8 scales (lane
   // r of chunk c holds scales 4c .. 4c + 3 of row r).
@@ -213,42 +200,25 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const void* const xq[T]
   const uint8_t* low = p + kLowAt;
   const uint8_t* high = p + kHighAt;
   const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
-  __m256i lo[T], hi[T], lo2[T], hi2[T];
-  for (int t = 0; t < T; ++t) lo[t] = hi[t] = lo2[t] = hi2[t] = _mm256_setzero_si256();
+  Sum a[T], b[T];
+  for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
   for (int j = 0; j < 4; ++j) {
     constexpr bool kFirst = q < 2;  // chunks 0..7 of the half
     const int k = 4 * q + j;
     const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + 32 * (16 * h + k)));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * (8 * h + k % 8)));
-    const __m256i cl = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(Shift16<kFirst ? 4 : 2>(b), top2));
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * (8 * h + k % 8)));
+    const __m256i cl = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(Shift16<kFirst ? 4 : 2>(bits), top2));
     const __m256i ch = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4),
-                                       _mm256_and_si256(Shift16<kFirst ? 0 : -2>(b), top2));
-    if constexpr (kBits == 16) {
-      __m256i cl_even, cl_odd, ch_even, ch_odd;
-      SplitCodes16(cl, &cl_even, &cl_odd);
-      SplitCodes16(ch, &ch_even, &ch_odd);
-      for (int t = 0; t < T; ++t) {
-        const int16_t* x = static_cast<const int16_t*>(xq[t]) + 128 * h + 4 * k;
-        lo[t] = DotAdd16(lo[t], cl_even, Broadcast4(x));
-        lo2[t] = DotAdd16(lo2[t], cl_odd, Broadcast4(x + 2));
-        hi[t] = DotAdd16(hi[t], ch_even, Broadcast4(x + 64));
-        hi2[t] = DotAdd16(hi2[t], ch_odd, Broadcast4(x + 64 + 2));
-      }
-    } else {
-      for (int t = 0; t < T; ++t) {
-        const int8_t* x = static_cast<const int8_t*>(xq[t]) + 128 * h + 4 * k;
-        lo[t] = DotAdd(lo[t], cl, Broadcast4(x));
-        hi[t] = DotAdd(hi[t], ch, Broadcast4(x + 64));
-      }
+                                       _mm256_and_si256(Shift16<kFirst ? 0 : -2>(bits), top2));
+    for (int t = 0; t < T; ++t) {
+      AddCodes<kBits>(a[t], cl, xq[t], 128 * h + 4 * k);
+      AddCodes<kBits>(b[t], ch, xq[t], 128 * h + 64 + 4 * k);
     }
   }
+  __m256i lo[T], hi[T];
   for (int t = 0; t < T; ++t) {
-    if constexpr (kBits == 16) {
-      lo[t] = _mm256_add_epi32(lo[t], lo2[t]);
-      hi[t] = _mm256_add_epi32(hi[t], hi2[t]);
-    }
-    lo[t] = _mm256_sub_epi32(lo[t], _mm256_set1_epi32(32 * x16[t][8 * h + q]));
-    hi[t] = _mm256_sub_epi32(hi[t], _mm256_set1_epi32(32 * x16[t][8 * h + 4 + q]));
+    lo[t] = _mm256_sub_epi32(Total<kBits>(a[t]), _mm256_set1_epi32(32 * x16[t][8 * h + q]));
+    hi[t] = _mm256_sub_epi32(Total<kBits>(b[t]), _mm256_set1_epi32(32 * x16[t][8 * h + 4 + q]));
   }
   const __m256i sc_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt + 32 * (2 * h)));
   const __m256i sc_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt + 32 * (2 * h + 1)));
@@ -262,10 +232,9 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const void* const xq[T]
   }
 }
 
-// Rows [r0, r1) (multiples of 8) of an interleaved Q6_K matrix for tokens t0 .. t0 + T; sums16
-// holds each token's sums of 16 activation codes ([n_tok][n_in / 16]).
+// Rows [r0, r1) (multiples of 8) of an interleaved Q6_K matrix for tokens t0 .. t0 + T.
 template <int T, int kBits>
-static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const int32_t* sums16, int64_t t0, float* y,
+static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActivations& qk, int64_t t0, float* y,
                     int64_t r0, int64_t r1) {
   constexpr int64_t kGroupBlock = 8 * 210;
   const int64_t nsb = w.n_in / 256, nb = w.n_in / kQ8Block;
@@ -276,15 +245,14 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const int32_t
   for (int64_t grp = r0 / 8; grp < r1 / 8; ++grp) {
     const uint8_t* p = w.rows8 + static_cast<size_t>(grp) * group_bytes;
     __m256 acc[T];
-    const void* xq[T];
+    TokenActs xq[T];
     const float* xd[T];
     const int32_t* x16[T];
     for (int t = 0; t < T; ++t) {
       acc[t] = _mm256_setzero_ps();
-      if constexpr (kBits == 16) xq[t] = x.q16.data() + (t0 + t) * w.n_in;
-      else xq[t] = x.q.data() + (t0 + t) * w.n_in;
+      xq[t] = TokenAt<kBits>(x, qk, t0 + t);
       xd[t] = x.d4.data() + (t0 + t) * nb * 4;
-      x16[t] = sums16 + (t0 + t) * (w.n_in / 16);
+      x16[t] = qk.sums16.data() + (t0 + t) * (w.n_in / 16);
     }
     for (int64_t sb = 0; sb < nsb; ++sb, p += kGroupBlock) {
       if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
@@ -298,7 +266,8 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const int32_t
       Q6Quarter<kBits, T, 1, 2>(p, d, xq, xd, x16, acc);
       Q6Quarter<kBits, T, 1, 3>(p, d, xq, xd, x16, acc);
       for (int t = 0; t < T; ++t) {
-        xq[t] = static_cast<const char*>(xq[t]) + 256 * (kBits / 8);
+        xq[t].q += 256;
+        if constexpr (kBits == 16) xq[t].lo += 256;
         xd[t] += 8 * 4;
         x16[t] += 16;
       }
@@ -308,30 +277,30 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const int32_t
 }
 
 template <int T, int kBits>
-static void RowsTyped(const WeightMatrix& w, const Q8Activations& x, const int32_t* sums16, int64_t t0, float* y,
+static void RowsTyped(const WeightMatrix& w, const Q8Activations& x, const QkActivations& qk, int64_t t0, float* y,
                       int64_t r0, int64_t r1) {
   switch (w.type) {
-    case GgmlType::Q4_K: return Q45Rows8<false, T, kBits>(w, x, t0, y, r0, r1);
-    case GgmlType::Q5_K: return Q45Rows8<true, T, kBits>(w, x, t0, y, r0, r1);
-    default: return Q6Rows8<T, kBits>(w, x, sums16, t0, y, r0, r1);
+    case GgmlType::Q4_K: return Q45Rows8<false, T, kBits>(w, x, qk, t0, y, r0, r1);
+    case GgmlType::Q5_K: return Q45Rows8<true, T, kBits>(w, x, qk, t0, y, r0, r1);
+    default: return Q6Rows8<T, kBits>(w, x, qk, t0, y, r0, r1);
   }
 }
 
 template <int T>
-static void RowsT(const WeightMatrix& w, const Q8Activations& x, const int32_t* sums16, int64_t t0, float* y,
+static void RowsT(const WeightMatrix& w, const Q8Activations& x, const QkActivations& qk, int64_t t0, float* y,
                   int64_t r0, int64_t r1) {
-  if (x.bits == 16) return RowsTyped<T, 16>(w, x, sums16, t0, y, r0, r1);
-  RowsTyped<T, 8>(w, x, sums16, t0, y, r0, r1);
+  if (x.bits == 16) return RowsTyped<T, 16>(w, x, qk, t0, y, r0, r1);
+  RowsTyped<T, 8>(w, x, qk, t0, y, r0, r1);
 }
 
 // Up to 4 tokens per pass over the rows, so each weight block is decoded once for all of them.
-void Rows(const WeightMatrix& w, const Q8Activations& x, const int32_t* sums16, float* y, int64_t r0, int64_t r1) {
+void Rows(const WeightMatrix& w, const Q8Activations& x, const QkActivations& qk, float* y, int64_t r0, int64_t r1) {
   for (int64_t t0 = 0; t0 < x.n_tok; t0 += 4) {
     switch (x.n_tok - t0) {
-      case 1: RowsT<1>(w, x, sums16, t0, y, r0, r1); break;
-      case 2: RowsT<2>(w, x, sums16, t0, y, r0, r1); break;
-      case 3: RowsT<3>(w, x, sums16, t0, y, r0, r1); break;
-      default: RowsT<4>(w, x, sums16, t0, y, r0, r1); break;
+      case 1: RowsT<1>(w, x, qk, t0, y, r0, r1); break;
+      case 2: RowsT<2>(w, x, qk, t0, y, r0, r1); break;
+      case 3: RowsT<3>(w, x, qk, t0, y, r0, r1); break;
+      default: RowsT<4>(w, x, qk, t0, y, r0, r1); break;
     }
   }
 }

@@ -48,26 +48,32 @@ namespace qk_vnni {
 #endif
 
 void qk_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
-  // Q6_K's offset of 32 needs the sums of each 16 activation codes: a pass over the activations
-  // per call, against one over the rows' weights. (The order of q16 permutes codes within 4.)
-  thread_local std::vector<int32_t> sums16;
+  // A pass over the activations per call (on each thread), against one over the rows' weights.
+  thread_local QkActivations qk;
+  const size_t n = static_cast<size_t>(x.n_tok * x.n_in);
   if (w.type == GgmlType::Q6_K) {
-    const size_t n = static_cast<size_t>(x.n_tok * x.n_in / 16);
-    sums16.resize(n);
-    for (size_t i = 0; i < n; ++i) {
+    qk.sums16.resize(n / 16);
+    for (size_t i = 0; i < n / 16; ++i) {
       int32_t s = 0;
-      if (x.bits == 16) {
-        for (size_t j = 0; j < 16; ++j) s += x.q16[16 * i + j];
-      } else {
-        for (size_t j = 0; j < 16; ++j) s += x.q[16 * i + j];
+      for (size_t j = 0; j < 16; ++j) s += x.bits == 16 ? x.q16[16 * i + j] : x.q[16 * i + j];  // 16 slots hold 16 codes
+      qk.sums16[i] = s;
+    }
+  }
+  if (x.bits == 16) {
+    qk.high.resize(n);
+    qk.low.resize(n);
+    for (size_t i = 0; i < n; i += 4) {
+      for (size_t j = 0; j < 4; ++j) {
+        const int16_t c = x.q16[i + static_cast<size_t>(q16_slot(static_cast<int64_t>(j)))];
+        qk.high[i + j] = static_cast<int8_t>(c >> 8);
+        qk.low[i + j] = static_cast<uint8_t>(c & 0xFF);
       }
-      sums16[i] = s;
     }
   }
   if (vnni) {
-    qk_vnni::Rows(w, x, sums16.data(), y, r0, r1);
+    qk_vnni::Rows(w, x, qk, y, r0, r1);
   } else {
-    qk_avx2::Rows(w, x, sums16.data(), y, r0, r1);
+    qk_avx2::Rows(w, x, qk, y, r0, r1);
   }
 }
 
