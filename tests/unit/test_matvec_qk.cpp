@@ -256,6 +256,55 @@ TEST(QkMatvec, MatmulKQ8AndKQ16AreWithinTheRoundingOfTheExactProduct) {
   }
 }
 
+// matmul_many over matrices of different types with their copies (as a Q4_K_M model's Q, K and V:
+// Q4_K, Q4_K, Q6_K) rounds the activations once and runs each matrix's kernel: each output
+// against the reference on those rounded activations.
+TEST(QkMatvec, MatmulManyMixesTypes) {
+  std::mt19937 rng(59);
+  ThreadPool pool(2);
+  const int64_t n_in = 512, n_tok = 2;
+  const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_0};
+  const int64_t n_outs[] = {64, 32, 24, 16};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<AlignedVector<uint8_t>> copies;
+  std::vector<WeightMatrix> ws;
+  std::vector<std::vector<float>> ys;
+  for (size_t j = 0; j < std::size(types); ++j) {
+    data.push_back(random_matrix(types[j], n_in, n_outs[j], rng));
+    ws.push_back(make_weight_matrix(types[j], data.back().data(), n_in, n_outs[j]));
+    copies.push_back(interleave_rows8(ws.back()));
+    ys.emplace_back(static_cast<size_t>(n_tok * n_outs[j]));
+  }
+  std::vector<MatmulJob> jobs;
+  for (size_t j = 0; j < ws.size(); ++j) {
+    ws[j].rows8 = copies[j].data();
+    jobs.push_back({&ws[j], ys[j].data()});
+  }
+  const std::vector<float> xf = random_floats(static_cast<size_t>(n_in * n_tok), rng);
+  matmul_many(jobs, xf.data(), n_tok, pool, MatmulActivations::kQ16);
+  Q8Activations x;
+  quantize_q8(xf.data(), n_in, n_tok, x, q8_best_kernel(), 16);
+  for (size_t j = 0; j < ws.size(); ++j) {
+    SCOPED_TRACE(name(types[j]));
+    std::vector<float> want(ys[j].size()), row(static_cast<size_t>(n_in));
+    q8_matvec_reference(ws[j], x, want.data());
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t r = 0; r < n_outs[j]; ++r) {
+        // The terms' magnitude: a K-quant's sub-block products and mins; Q4_0's d c x and 8 d x.
+        double mag = 0;
+        if (types[j] == GgmlType::Q4_0) {
+          dequantize_row(types[j], data[j].data() + r * ws[j].row_bytes, row.data(), n_in);
+          for (int64_t i = 0; i < n_in; ++i) mag += 3 * std::fabs(double{row[i]} * xf[t * n_in + i]);
+        } else {
+          mag = term_magnitude(make_weight_matrix(types[j], data[j].data(), n_in, n_outs[j]), x, r, t);
+        }
+        const size_t i = static_cast<size_t>(t * n_outs[j] + r);
+        ASSERT_NEAR(ys[j][i], want[i], 1e-5 * mag) << "token " << t << " row " << r;
+      }
+    }
+  }
+}
+
 // The scalar kernel reads the GGUF rows of a matrix without a copy, whose n_out need not be a
 // multiple of 8.
 TEST(QkMatvec, ScalarKernelReadsTheGgufRows) {
