@@ -8,9 +8,7 @@
 namespace snapkv {
 
 bool rows8_supported(const WeightMatrix& w) {
-  const bool type = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0 ||
-                    w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
-  if (!type) return false;
+  if (!q8_supports(w.type)) return false;  // the types with integer-activation kernels
   const GgmlTypeInfo& info = ggml_type_info(w.type);
   return w.n_out % 8 == 0 && w.n_in % info.block_elems == 0 &&
          w.row_bytes == static_cast<size_t>(w.n_in / info.block_elems) * info.block_bytes;
