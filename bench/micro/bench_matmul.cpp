@@ -10,8 +10,12 @@
 // decode with 8-bit activations reads, MatmulQ16Rows8[FromMemory]/... the same with 16-bit
 // activations (kQ16). Q{8,16}Rows8Kernel/{AVX2,VNNI}/... times each 8- and 16-bit kernel this CPU
 // runs on that copy (decode picks the fastest; the others run on older CPUs), one token.
+// The FromMemory cases also cover the decode matrices of larger models for the types their GGUFs
+// use (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): Llama-3.2-1B's 2048x2048 (attention), 2048x8192 (gate,
+// up) and 8192x2048 (down), and Llama-3.1-8B's 4096x14336, the decode kernels at 2048x8192.
 //
 //   snapkv_microbench --benchmark_filter='Matmul/Q4_1/576x1536'
+//   snapkv_microbench --benchmark_filter='FromMemory/Q._K/2048x8192'
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -173,39 +177,53 @@ int register_all() {
       }
     }
   }
-  // From memory: the default model's types and shapes, one token.
+  // From memory, one token: the default model's types and shapes, and larger models' decode
+  // matrices (only the types with integer-activation kernels, which a model interleaves).
+  struct FromMemory {
+    GgmlType type;
+    int64_t n_in, n_out;
+  };
+  std::vector<FromMemory> from_memory;
   for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q8_0}) {
-    for (const auto& shape : shapes) {
-      struct Kind {
-        const char* name;
-        MatmulActivations act;
-        bool rows8;
-      };
-      for (const Kind& k : {Kind{"Matmul", MatmulActivations::kF32, false}, Kind{"MatmulQ8", MatmulActivations::kQ8, false},
-                            Kind{"MatmulQ8Rows8", MatmulActivations::kQ8, true},
-                            Kind{"MatmulQ16Rows8", MatmulActivations::kQ16, true}}) {
-        const std::string name = std::string(k.name) + "FromMemory/" + std::string(ggml_type_info(type).name) + "/" +
-                                 std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
-        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, type, shape[0], shape[1], k.act, true, k.rows8)
-            ->ArgNames({"n_tok", "threads"})
-            ->ArgsProduct({{1}, {1, 2}})
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-      }
-      for (Q8Kernel k : q8_kernels_supported()) {
-        if (k == Q8Kernel::kScalar) continue;  // the portable reference, not a decode kernel
-        for (int bits : {8, 16}) {
-          for (bool from_memory : {false, true}) {
-            const std::string name = fmt::format("Q{}Rows8Kernel/{}{}{}/{}x{}", bits, k == Q8Kernel::kAvx2 ? "AVX2" : "VNNI",
-                                                 from_memory ? "/FromMemory/" : "/", ggml_type_info(type).name,
-                                                 shape[0], shape[1]);
-            benchmark::RegisterBenchmark(name.c_str(), BM_Q8Rows8Kernel, k, bits, type, shape[0], shape[1], from_memory)
-                ->ArgNames({"threads"})
-                ->Arg(1)
-                ->Arg(2)
-                ->UseRealTime()
-                ->Unit(benchmark::kMicrosecond);
-          }
+    for (const auto& shape : shapes) from_memory.push_back({type, shape[0], shape[1]});
+  }
+  const int64_t large[][2] = {{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}};
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (const auto& shape : large) from_memory.push_back({type, shape[0], shape[1]});
+  }
+  for (const FromMemory& m : from_memory) {
+    struct Kind {
+      const char* name;
+      MatmulActivations act;
+      bool rows8;
+    };
+    for (const Kind& k : {Kind{"Matmul", MatmulActivations::kF32, false}, Kind{"MatmulQ8", MatmulActivations::kQ8, false},
+                          Kind{"MatmulQ8Rows8", MatmulActivations::kQ8, true},
+                          Kind{"MatmulQ16Rows8", MatmulActivations::kQ16, true}}) {
+      if (k.act == MatmulActivations::kQ8 && !k.rows8 && ggml_type_info(m.type).block_elems == 256) continue;  // as f32
+      const std::string name = std::string(k.name) + "FromMemory/" + std::string(ggml_type_info(m.type).name) + "/" +
+                               std::to_string(m.n_in) + "x" + std::to_string(m.n_out);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, m.type, m.n_in, m.n_out, k.act, true, k.rows8)
+          ->ArgNames({"n_tok", "threads"})
+          ->ArgsProduct({{1}, {1, 2}})
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    // The kernels one by one: at the default model's shapes, and of the larger ones at 2048x8192.
+    if (m.n_in >= 2048 && !(m.n_in == 2048 && m.n_out == 8192)) continue;
+    for (Q8Kernel k : q8_kernels_supported()) {
+      if (k == Q8Kernel::kScalar) continue;  // the portable reference, not a decode kernel
+      for (int bits : {8, 16}) {
+        for (bool from : {false, true}) {
+          const std::string name = fmt::format("Q{}Rows8Kernel/{}{}{}/{}x{}", bits, k == Q8Kernel::kAvx2 ? "AVX2" : "VNNI",
+                                               from ? "/FromMemory/" : "/", ggml_type_info(m.type).name, m.n_in,
+                                               m.n_out);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Q8Rows8Kernel, k, bits, m.type, m.n_in, m.n_out, from)
+              ->ArgNames({"threads"})
+              ->Arg(1)
+              ->Arg(2)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
         }
       }
     }

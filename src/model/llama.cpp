@@ -246,10 +246,23 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
     rows8_.resize(total);
     size_t at = 0;
     for (WeightMatrix* w : copied) {
-      interleave_rows8(*w, rows8_.data() + at);
+      // In slices of groups of 8 rows (a run of the file's rows, and of the copy), the file's
+      // pages released as soon as they are copied: the peak holds a slice of them beside the
+      // copies, not the largest matrix (a tied embedding of 128K rows is over 200 MiB). Each
+      // release runs from the matrix's start, so that pages straddling two slices go too.
+      const size_t group_bytes = 8 * w->row_bytes;
+      const int64_t n_groups = w->n_out / 8;
+      const int64_t per_slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{16} << 20) / group_bytes));
+      for (int64_t g0 = 0; g0 < n_groups; g0 += per_slice) {
+        const int64_t g1 = std::min(n_groups, g0 + per_slice);
+        WeightMatrix slice = *w;
+        slice.data = w->data + static_cast<size_t>(g0) * group_bytes;
+        slice.n_out = 8 * (g1 - g0);
+        interleave_rows8(slice, rows8_.data() + at + static_cast<size_t>(g0) * group_bytes);
+        f.release(w->data, static_cast<size_t>(g1) * group_bytes);
+      }
       w->rows8 = rows8_.data() + at;
       at += bytes(w);
-      f.release(w->data, static_cast<size_t>(w->n_out) * w->row_bytes);
     }
     if (tok_embd_.data == output_.data) tok_embd_.rows8 = output_.rows8;  // tied: embeddings read the copy
   }

@@ -34,7 +34,8 @@ enum class LogitsMode { kNone, kLast, kAll };
 
 // Choices made when a model is loaded.
 struct DecoderOptions {
-  // kQ8: decode steps multiply Q4_0, Q4_1 and Q8_0 weights by activations rounded to 8 bits, as
+  // kQ8: decode steps multiply Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K weights by activations
+  // rounded to 8 bits, as
   // llama.cpp does (faster where the f32 kernel is limited by arithmetic, less exact; matmul.h);
   // kQ16 to 16 bits.
   // Like every matmul of up to 8 tokens, so a prompt (or its last chunk) that short does too;

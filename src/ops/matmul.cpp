@@ -275,8 +275,9 @@ void PackTokens(const float* x, int64_t n_in, int64_t t0, int64_t n_tok, float* 
 
 // The decoders of the types a matrix interleaved by 8 rows can have (rows8.h).
 template <class D>
-inline constexpr bool kRows8Type =
-    std::is_same_v<D, dq::DecQ4_0> || std::is_same_v<D, dq::DecQ4_1> || std::is_same_v<D, dq::DecQ8_0>;
+inline constexpr bool kRows8Type = std::is_same_v<D, dq::DecQ4_0> || std::is_same_v<D, dq::DecQ4_1> ||
+                                   std::is_same_v<D, dq::DecQ8_0> || std::is_same_v<D, dq::DecQ4_K> ||
+                                   std::is_same_v<D, dq::DecQ5_K> || std::is_same_v<D, dq::DecQ6_K>;
 
 // Rows [r0, r1) for the n_chunk tokens packed in xt (n_tb blocks), writing y rows t0.. .
 template <class D>
@@ -293,10 +294,11 @@ void GemmRows(const WeightMatrix& w, const float* xt, int64_t n_tb, int64_t t0,
       const int64_t kc = std::min(kKC, w.n_in - k0);
       for (int64_t r = 0; r < nr; ++r) {
         if constexpr (kRows8Type<D>) {
-          if (w.rows8) {  // the row's blocks of this range, gathered into the GGUF layout
-            uint8_t gathered[kKC / 32 * kRows8MaxBlockBytes];
-            gather_row8(w, rt + r, k0 / 32, (k0 + kc) / 32, gathered);
-            DequantRange<D>(gathered, 0, kc, wbuf + r * kKC);
+          if (w.rows8) {  // the row's blocks of this range (32 elements, or a K-quant's 256), gathered
+            constexpr int64_t kBlock = D::kGranule * D::kGranulesPerBlock;
+            uint8_t gathered[std::max(kKC / kBlock, int64_t{1}) * kRows8MaxBlockBytes];
+            gather_row8(w, rt + r, k0 / kBlock, (k0 + kc + kBlock - 1) / kBlock, gathered);
+            DequantRange<D>(gathered, k0 % kBlock, kc, wbuf + r * kKC);
             continue;
           }
         }
@@ -463,8 +465,10 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 
 int matmul_activation_bits(MatmulActivations act, int64_t n_tok, const WeightMatrix& w) {
   if (act == MatmulActivations::kF32 || n_tok > kMatmulDecodeMaxTokens || !q8_supports(w.type)) return 0;
-  if (act == MatmulActivations::kQ8) return 8;
-  return w.rows8 ? 16 : 0;
+  // The K-quants' SIMD kernels read the interleaved copy only.
+  const bool kquant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
+  if (act == MatmulActivations::kQ8 && !kquant) return 8;
+  return w.rows8 ? (act == MatmulActivations::kQ8 ? 8 : 16) : 0;
 }
 
 namespace {

@@ -4,42 +4,7 @@
 // the AVX2 pass only) is static, and the headers it needs are included before the regions, so
 // nothing compiled for one instruction set is shared with code that runs on a CPU without it.
 
-// acc plus, per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
-static inline __m256i DotAdd(__m256i acc, __m256i a, __m256i b) {
-#if SNAPKV_Q8_VNNI
-  return _mm256_dpbusd_epi32(acc, a, b);
-#else
-  // vpmaddubsw saturates its 16-bit pair sums; |a| <= 128 and |b| <= 127 keep them below 2^15.
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
-#endif
-}
-
-// acc + DotAdd(0, a1, b1) + DotAdd(0, a2, b2) for 4-bit a1, a2: AVX2 adds the 16-bit pair sums (at
-// most 2 * 2 * 15 * 127) before widening them.
-static inline __m256i DotNibblesAdd(__m256i acc, __m256i a1, __m256i b1, __m256i a2, __m256i b2) {
-#if SNAPKV_Q8_VNNI
-  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, a1, b1), a2, b2);
-#else
-  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-#endif
-}
-
-// acc plus, per 32-bit lane, the sum of the products of its two signed 16-bit halves in a and b.
-static inline __m256i DotAdd16(__m256i acc, __m256i a, __m256i b) {
-#if SNAPKV_Q8_VNNI
-  return _mm256_dpwssd_epi32(acc, a, b);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-#endif
-}
-
-// The 4 bytes at p in every 32-bit lane.
-static inline __m256i Broadcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+#include "ops/matvec_x86_dot-inl.h"
 
 static inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -1,5 +1,6 @@
 // Activations rounded to 8 bits, the kernel choice, the scalar kernel and the reference of
-// matvec_q8.h; the SIMD kernels are in matvec_q8_x86.cpp.
+// matvec_q8.h; the SIMD kernels are in matvec_q8_x86.cpp (Q4_0, Q4_1, Q8_0) and matvec_qk_x86.cpp
+// (the K-quants).
 #include "ops/matvec_q8.h"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 #include "ops/matvec_q8_block.h"
 #include "ops/matvec_q8_x86.h"
+#include "ops/matvec_qk_block.h"
+#include "ops/matvec_qk_x86.h"
 #include "ops/row_split.h"
 #include "util/error.h"
 
@@ -113,7 +116,7 @@ void quantize_q8(const float* x, int64_t n_in, int64_t n_tok, Q8Activations& out
 }
 
 bool q8_supports(GgmlType type) {
-  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0;
+  return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q8_0 || qk_block::is_kquant(type);
 }
 
 const char* q8_kernel_name(Q8Kernel k) {
@@ -147,6 +150,13 @@ void check_shapes(const WeightMatrix& w, const Q8Activations& x, const char* wha
 // The dot product of weight row r with token t's rounded activations, in T (float or double).
 template <class T>
 T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
+  if (qk_block::is_kquant(w.type)) {
+    const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
+    const int64_t bytes = ggml_type_info(w.type).block_bytes;
+    T sum = 0;
+    for (int64_t sb = 0; sb < w.n_in / qk_block::kSuper; ++sb) sum += qk_block::dot<T>(w.type, row + sb * bytes, x, t, sb);
+    return sum;
+  }
   const int64_t nb = w.n_in / kQ8Block;
   const int64_t bytes = q8_block::bytes(w.type);
   const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
@@ -164,7 +174,8 @@ T row_dot(const WeightMatrix& w, const Q8Activations& x, int64_t r, int64_t t) {
 }  // namespace
 
 void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
-  if (k == Q8Kernel::kScalar || (x.bits == 16 && !w.rows8)) {
+  const bool kquant = qk_block::is_kquant(w.type);
+  if (k == Q8Kernel::kScalar || ((x.bits == 16 || kquant) && !w.rows8)) {
     for (int64_t t = 0; t < x.n_tok; ++t) {
       for (int64_t r = r0; r < r1; ++r) y[t * w.n_out + r] = row_dot<float>(w, x, r, t);
     }
@@ -173,7 +184,11 @@ void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, f
   if (w.rows8 && (r0 % 8 != 0 || r1 % 8 != 0)) {
     fail(ErrorKind::kInvalidArgument, "q8_matvec_rows: rows [{}, {}) of a matrix interleaved by 8 rows", r0, r1);
   }
-  q8_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
+  if (kquant) {
+    qk_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
+  } else {
+    q8_x86_rows(k == Q8Kernel::kAvx512Vnni, w, x, y, r0, r1);
+  }
 }
 
 void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y) {

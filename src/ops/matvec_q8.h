@@ -1,6 +1,9 @@
 #pragma once
-// Decode matvec with the activations rounded to 8 bits: the opt-in path of matmul behind
-// MatmulActivations::kQ8 (matmul.h), for Q4_0, Q4_1 and Q8_0 weights.
+// Decode matvec with the activations rounded to 8 bits: the path of matmul behind
+// MatmulActivations::kQ8 (matmul.h), for Q4_0, Q4_1 and Q8_0 weights, and for Q4_K, Q5_K and Q6_K
+// weights interleaved by 8 rows (rows8.h; their kernels are matvec_qk-inl.h, their reference
+// matvec_qk_block.h: a K-quant sub-block of 32 weights, or two of Q6_K's 16, meets one block of
+// activations, and its scale and min are applied per sub-block).
 //
 // Each block of 32 activations is scaled to int8 as llama.cpp's Q8 types are (d = max|x| / 127,
 // q = round(x / d)); a weight block times an activation block is then one integer dot product
@@ -80,20 +83,20 @@ void q8_resize(Q8Activations& out, int64_t n_in, int64_t n_tok, int bits = 8);
 void quantize_q8_columns(const float* x, int64_t i0, int64_t i1, Q8Activations& out,
                          Q8Kernel kernel = q8_best_kernel());
 
-// Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0).
+// Whether the 8-bit path handles this weight type (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K).
 bool q8_supports(GgmlType type);
 
 // y[t][r] = dot(W[r], x[t]) for rows [r0, r1) and every token, with kernel k (one this CPU runs);
 // y is [x.n_tok][w.n_out]. w.type must satisfy q8_supports and w.n_in must equal x.n_in. The
 // SIMD kernels read w.rows8 where it is set (then r0 and r1 must be multiples of 8), the scalar
-// kernel always reads w.data. 16-bit activations have SIMD kernels for interleaved matrices
-// only: without w.rows8 they take the scalar one.
+// kernel always reads w.data. 16-bit activations, and the K-quants, have SIMD kernels for
+// interleaved matrices only: without w.rows8 they take the scalar one.
 void q8_matvec_rows(Q8Kernel k, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0,
                     int64_t r1);
 
 // The test oracle: the same arithmetic as the kernels (integer dot products of the stored weight
-// codes and the rounded activations, scaled, plus min times sum4 * 4) in double, rounded to f32,
-// from w.data (never w.rows8).
+// codes and the rounded activations, scaled, plus min times sum4 * 4; for the K-quants as
+// matvec_qk_block.h says) in double, rounded to f32, from w.data (never w.rows8).
 void q8_matvec_reference(const WeightMatrix& w, const Q8Activations& x, float* y);
 
 // matmul_many with the activations rounded to `bits` bits, for n_tok <= 8 and weight types that

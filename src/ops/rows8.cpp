@@ -3,15 +3,15 @@
 #include <cstring>
 
 #include "ops/matvec_q8.h"
-#include "ops/matvec_q8_block.h"
 #include "util/error.h"
 
 namespace snapkv {
 
 bool rows8_supported(const WeightMatrix& w) {
-  const bool type = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_1 || w.type == GgmlType::Q8_0;
-  return type && w.n_out % 8 == 0 && w.n_in % 32 == 0 &&
-         w.row_bytes == static_cast<size_t>(w.n_in / 32 * q8_block::bytes(w.type));
+  if (!q8_supports(w.type)) return false;  // the types with integer-activation kernels
+  const GgmlTypeInfo& info = ggml_type_info(w.type);
+  return w.n_out % 8 == 0 && w.n_in % info.block_elems == 0 &&
+         w.row_bytes == static_cast<size_t>(w.n_in / info.block_elems) * info.block_bytes;
 }
 
 bool rows8_wanted(MatmulActivations decode_activations) {
@@ -20,25 +20,28 @@ bool rows8_wanted(MatmulActivations decode_activations) {
 
 namespace {
 
-// Where a block's bytes go in a group of 8 rows.
+// Where a block's bytes go in a group of 8 rows (rows8.h).
 struct Layout {
   explicit Layout(const WeightMatrix& w)
-      : block(q8_block::bytes(w.type)), n_blocks(w.n_in / 32), head(q8_block::codes_at(w.type)),
-        n_chunks((block - head) / 4) {}
-  int64_t block;     // bytes of a block
-  int64_t n_blocks;  // per row
-  int64_t head;      // its scale (and min) bytes
-  int64_t n_chunks;  // its code bytes / 4
+      : block(ggml_type_info(w.type).block_bytes), n_blocks(w.n_in / ggml_type_info(w.type).block_elems),
+        n_halves(w.type == GgmlType::Q4_1 || w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K ? 2 : 1),
+        halves_at(w.type == GgmlType::Q6_K ? block - 2 : 0), rest_at(w.type == GgmlType::Q6_K ? 0 : 2 * n_halves),
+        n_chunks((block - 2 * n_halves) / 4) {}
+  int64_t block;      // bytes of a block
+  int64_t n_blocks;   // per row
+  int64_t n_halves;   // its f16 fields
+  int64_t halves_at;  // where they start in the GGUF block
+  int64_t rest_at;    // where its other bytes start
+  int64_t n_chunks;   // its other bytes / 4
 
   size_t group_block(int64_t g, int64_t b) const { return static_cast<size_t>((g * n_blocks + b) * 8 * block); }
 
   // Calls f(offset in row r's block, offset in the group's block, bytes) for each piece of the
-  // block: its scale, its min (Q4_1), then its codes 4 bytes at a time.
+  // block: its f16 fields, then its other bytes 4 at a time.
   template <class F>
   void for_each_piece(int64_t r, F f) const {
-    f(0, 2 * r, 2);
-    if (head == 4) f(2, 16 + 2 * r, 2);
-    for (int64_t k = 0; k < n_chunks; ++k) f(head + 4 * k, 8 * head + 32 * k + 4 * r, 4);
+    for (int64_t i = 0; i < n_halves; ++i) f(halves_at + 2 * i, 16 * i + 2 * r, 2);
+    for (int64_t k = 0; k < n_chunks; ++k) f(rest_at + 4 * k, 16 * n_halves + 32 * k + 4 * r, 4);
   }
 };
 
@@ -82,7 +85,7 @@ void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uin
 
 const uint8_t* gguf_row(const WeightMatrix& w, int64_t row, uint8_t* scratch) {
   if (!w.rows8) return w.data + static_cast<size_t>(row) * w.row_bytes;
-  gather_row8(w, row, 0, w.n_in / 32, scratch);
+  gather_row8(w, row, 0, w.n_in / ggml_type_info(w.type).block_elems, scratch);
   return scratch;
 }
 

@@ -221,9 +221,10 @@ TEST(MatmulMany, MatchesReferenceAndSeparateCalls) {
 TEST(Matmul, PrefillAndGetRowReadTheInterleavedCopy) {
   std::mt19937 rng(21);
   ThreadPool pool(2);
-  const int64_t n_in = 320, n_out = 48, n_tok = 20;
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+  const int64_t n_out = 48, n_tok = 20;
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     SCOPED_TRACE(type_name(type));
+    const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 768 : 320;
     const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
     const std::vector<uint8_t> decoy = random_matrix(type, n_in, n_out, rng);
     const WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
