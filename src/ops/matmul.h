@@ -40,8 +40,10 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 // Up to this many tokens matmul takes its decode path: one pass over each weight row.
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 
-// MatmulActivations (snapkv/types.h) applies to decode calls (n_tok <= kMatmulDecodeMaxTokens);
-// kQ16 needs matrices with a copy interleaved by 8 rows (rows8.h).
+// MatmulActivations (snapkv/types.h) applies to decode calls (n_tok <= kMatmulDecodeMaxTokens),
+// where kQ16 needs matrices with a copy interleaved by 8 rows (rows8.h), and to prefill calls,
+// which multiply the types of gemm_q8.h by the activations rounded to the same width with an
+// integer GEMM (gemm_q8_bits says when; the other matrices stay f32).
 
 // The bits a call of n_tok tokens with these activations rounds them to for this matrix, 8 or 16,
 // or 0 where it multiplies in f32 (what the paragraph above says).
