@@ -16,8 +16,8 @@ bool parse_kv_type(const std::string& s, KvType& out);
 // (results agree with a double reference to rounding). kQ8 rounds each block of 32 activations to
 // 8 bits first, as llama.cpp does, and multiplies in integers; kQ16 rounds to 16 bits (an error of
 // up to max|x| / 65534 of the block). Decode: calls of at most 8 tokens whose weights are all of
-// the first three types; prefill: the matrices of the six types, on a CPU with AVX2 (for kQ8 and
-// Q8_0, AVX-512 VNNI). Any other product runs as kF32.
+// the first three types; prefill: the matrices of the six types, on a CPU with AVX-512 VNNI (kQ8
+// also with AVX2, but Q8_0). Any other product runs as kF32.
 enum class MatmulActivations { kF32, kQ8, kQ16 };
 
 // Entries a press kept in one layer, over all its KV heads, out of the entries it was given.

@@ -33,7 +33,8 @@ bool gemm_q8_supports(GgmlType type, int bits, Q8Kernel k = q8_best_kernel());
 
 // The activation bits a prefill call (n_tok > kMatmulDecodeMaxTokens) with these activations
 // rounds them to for w: 8 for kQ8, 16 for kQ16, 0 (f32 path) for kF32 or where the best kernel of
-// this CPU does not handle w (gemm_q8_supports) or is the scalar one (slower than f32).
+// this CPU does not handle w (gemm_q8_supports) or is slower than f32: the scalar one, and with
+// 16 bits the AVX2 one.
 int gemm_q8_bits(MatmulActivations act, const WeightMatrix& w);
 
 // Activations rounded for the GEMM: quantize_q8's codes, scales and sums, and for 8 bits the codes
