@@ -63,8 +63,9 @@ void gemm_q8_reference(const WeightMatrix& w, const Q8Activations& x, float* y);
 
 // matmul_many for n_tok > kMatmulDecodeMaxTokens with the activations rounded to `bits` bits;
 // every job must satisfy gemm_q8_supports with the best kernel (checked by the caller,
-// matmul.cpp). Rounds x with the pool's threads, then hands out row tiles of every job as the f32
-// prefill does.
+// matmul.cpp). Rounds x with the pool's threads into a buffer the calling thread keeps between
+// calls (about 4 bytes per activation), then hands out tiles of 64 rows of every job as the f32
+// prefill does; each thread unpacks its weights on its stack (about 26 KiB).
 void gemm_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, int bits);
 
 }  // namespace snapkv
