@@ -9,7 +9,8 @@ void add_model_flags(CLI::App& app, ModelFlags& o) {
                  "what decode multiplies Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K weights by: f32 (as transformers) | q16 (rounded to 16 bits "
                  "per block of 32, integer dot products; logits within 3.2e-3 of transformers') | q8 (rounded to 8 "
                  "bits as llama.cpp does); the integer forms are faster where the f32 kernel is compute-bound, as on "
-                 "Zen 4; prefill of more than 8 tokens stays f32")
+                 "Zen 4; prefill of more than 8 tokens rounds the same way for Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K weights (integer "
+                 "GEMM)")
       ->capture_default_str();
 }
 

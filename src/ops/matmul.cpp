@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/dequant.h"
+#include "ops/gemm_q8.h"
 #include "ops/matvec_q8.h"
 #include "ops/row_prefetch.h"
 #include "ops/row_split.h"
@@ -472,7 +473,19 @@ int matmul_activation_bits(MatmulActivations act, int64_t n_tok, const WeightMat
 }
 
 namespace {
+// Prefill with integer activations: the jobs the integer GEMM takes go to it (gemm_q8.h), the
+// others to the f32 path.
+void run_prefill_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) {
+  std::vector<MatmulJob> by_bits[3];  // f32, 8, 16 bits
+  for (const MatmulJob& j : jobs) by_bits[gemm_q8_bits(act, *j.w) / 8].push_back(j);
+  for (int b : {1, 2}) {
+    if (!by_bits[b].empty()) gemm_q8_many(by_bits[b], x, n_tok, pool, 8 * b);
+  }
+  if (!by_bits[0].empty()) HWY_DYNAMIC_DISPATCH(MatmulManyT)(by_bits[0].data(), by_bits[0].size(), x, n_tok, pool);
+}
+
 void run_jobs(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) {
+  if (n_tok > kMatmulDecodeMaxTokens && act != MatmulActivations::kF32) return run_prefill_jobs(jobs, x, n_tok, pool, act);
   const int bits = matmul_activation_bits(act, n_tok, *jobs[0].w);
   const bool same = std::all_of(jobs.begin(), jobs.end(),
                                 [&](const MatmulJob& j) { return matmul_activation_bits(act, n_tok, *j.w) == bits; });

@@ -41,8 +41,10 @@ WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, i
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 
 // MatmulActivations (snapkv/types.h) applies to decode calls (n_tok <= kMatmulDecodeMaxTokens)
-// of the types matvec_q8.h handles (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K); kQ16, and kQ8 for the
-// K-quants, need matrices with a copy interleaved by 8 rows (rows8.h).
+// of the types matvec_q8.h handles (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K), where kQ16, and kQ8 for
+// the K-quants, need matrices with a copy interleaved by 8 rows (rows8.h); and to prefill calls,
+// which multiply the types of gemm_q8.h by the activations rounded to the same width with an
+// integer GEMM (gemm_q8_bits says when; the other matrices stay f32).
 
 // The bits a call of n_tok tokens with these activations rounds them to for this matrix, 8 or 16,
 // or 0 where it multiplies in f32 (what the paragraph above says).

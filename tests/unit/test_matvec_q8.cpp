@@ -427,11 +427,12 @@ TEST(Q8Matvec, MatmulKQ8AndKQ16AreWithinTheRoundingOfTheExactProduct) {
 }
 
 TEST(Q8Matvec, OtherCallsRunAsF32) {
-  // Prefill (more than 8 tokens) and weight types without an 8-bit kernel ignore kQ8 and kQ16,
-  // and kQ16 ignores a matrix without its interleaved copy.
+  // Weight types without an integer kernel ignore kQ8 and kQ16, in decode and in prefill (more
+  // than 8 tokens, where Q4_0/Q4_1/Q8_0 and the K-quants take the integer GEMM, test_gemm_q8.cpp),
+  // and decode with kQ16 ignores a matrix without its interleaved copy.
   std::mt19937 rng(23);
   ThreadPool pool(2);
-  for (auto [type, n_tok] : {std::pair{GgmlType::Q4_1, int64_t{9}}, std::pair{GgmlType::F16, int64_t{1}},
+  for (auto [type, n_tok] : {std::pair{GgmlType::F16, int64_t{9}}, std::pair{GgmlType::F16, int64_t{1}},
                              std::pair{GgmlType::Q4_K, int64_t{2}}}) {
     const int64_t n_in = 256, n_out = 40;
     const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
