@@ -22,6 +22,10 @@ using nlohmann::json;
 
 // Logits; llama.cpp's 8-bit activations move logits by 0.06 nats on average, 0.27 at p99.
 constexpr float kNearTie = 0.3f;
+// Logits; where both engines round to 8 bits in prefill too, each side's logits are off
+// transformers' by up to about 0.5 at p99 (llama.cpp 0.508, ours 0.44: ReferenceLogits and
+// PrefillActivations), so a margin under twice llama.cpp's p99 move is within the two roundings.
+constexpr float kQ8NearTie = 0.6f;
 // Logits; we match transformers' logits to 5e-4, so only a tie this close may flip its argmax.
 constexpr float kExactTie = 2e-3f;
 
@@ -124,14 +128,14 @@ Partings part_from(const Decoder& model, const char* ids_key, const char* margin
 }
 
 TEST(ReferenceGreedy, Q8DecodeFollowsLlamaCppWhereItIsSure) {
-  // With 8-bit activations in decode (DecoderOptions::decode_activations = kQ8) our arithmetic is
-  // llama.cpp's kind, not transformers': a continuation may part from llama.cpp only where
-  // llama.cpp was at a near-tie.
+  // With 8-bit activations (DecoderOptions::decode_activations = kQ8, which the prefill GEMM takes
+  // too where the CPU runs it) our arithmetic is llama.cpp's kind, not transformers': a
+  // continuation may part from llama.cpp only where llama.cpp was at a near-tie.
   const Partings p = part_from(*test::reference_model_q8().model, "generated_ids", "margins", "q8 vs llama.cpp");
   for (const Parting& q : p.parted) {
-    EXPECT_LT(q.ref_margin, kNearTie) << q.name << ": llama.cpp was sure at step " << q.step;
+    EXPECT_LT(q.ref_margin, kQ8NearTie) << q.name << ": llama.cpp was sure at step " << q.step;
   }
-  EXPECT_GE(p.identical, 4);  // 4 measured (the AVX2 and VNNI kernels give the same bits)
+  EXPECT_GE(p.identical, 4);  // 4 measured with f32 prefill, 5 with 8-bit prefill (AVX2)
 }
 
 TEST(ReferenceGreedy, Q16DecodeFollowsTransformers) {
