@@ -183,8 +183,7 @@ TEST(QkMatvec, GatherFromTheInterleavedCopyGivesTheGgufBlocks) {
   }
 }
 
-using test::Exact;
-using test::exact_product;
+using test::expect_q8_and_q16_within_rounding;
 
 // matmul with kQ8 and kQ16 on a matrix with its interleaved copy: within the rounding of the
 // activations of the exact product, the same on 1 and 2 threads, kQ16 at least 50 times closer
@@ -203,24 +202,7 @@ TEST(QkMatvec, MatmulKQ8AndKQ16AreWithinTheRoundingOfTheExactProduct) {
       EXPECT_EQ(matmul_activation_bits(MatmulActivations::kQ16, n_tok, w), 0);
       w.rows8 = rows8.data();
       const std::vector<float> x = random_floats(static_cast<size_t>(n_in * n_tok), rng);
-      std::vector<float> f32(static_cast<size_t>(n_tok * n_out));
-      matmul(w, x.data(), n_tok, f32.data(), pool1);
-      double worst[2] = {0, 0}, worst_f32 = 0;
-      for (auto [act, bits] : {std::pair{MatmulActivations::kQ8, 8}, {MatmulActivations::kQ16, 16}}) {
-        ASSERT_EQ(matmul_activation_bits(act, n_tok, w), bits);
-        const Exact want = exact_product(w, x, n_tok, bits);
-        std::vector<float> y1(want.y.size()), y2(want.y.size());
-        matmul(w, x.data(), n_tok, y1.data(), pool1, act);
-        matmul(w, x.data(), n_tok, y2.data(), pool2, act);
-        for (size_t i = 0; i < want.y.size(); ++i) {
-          ASSERT_LE(std::fabs(y1[i] - want.y[i]), want.slack[i]) << bits << " bits, output " << i;
-          ASSERT_EQ(y1[i], y2[i]) << bits << " bits, output " << i << ": 2 threads changed the result";
-          worst[bits / 16] = std::max(worst[bits / 16], std::fabs(y1[i] - want.y[i]));
-          worst_f32 = std::max(worst_f32, std::fabs(f32[i] - want.y[i]));
-        }
-      }
-      EXPECT_GT(worst[0], 50 * worst[1]);
-      EXPECT_GT(worst[1], 2 * worst_f32);
+      expect_q8_and_q16_within_rounding(w, x, n_tok, pool1, pool2);
       EXPECT_EQ(matmul_activation_bits(MatmulActivations::kQ16, 9, w), 0);  // prefill
     }
   }
