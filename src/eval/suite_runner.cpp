@@ -11,14 +11,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <set>
 #include <span>
 
 #include "api/impl.h"
-#include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "eval/eval_prompt.h"
+#include "eval/greedy_answers.h"
 #include "eval/recorded_prefill.h"
 #include "eval/results_file.h"
 #include "eval/shared_prefixes.h"
@@ -33,43 +32,6 @@ namespace snapkv {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Greedy answers of sequences decoded together, one batched step per token (the weights are read
-// once for all of them): each stops at an end-of-generation token, after max_tokens, or
-// (stop_at_newline) at a newline once its answer has text. Returns the answers without
-// surrounding whitespace.
-std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const Tokenizer& tokenizer,
-                                         const EvalCase& c) {
-  std::vector<std::vector<int32_t>> out(seqs.size());
-  std::vector<std::string> text(seqs.size());
-  std::vector<size_t> active(seqs.size());
-  std::iota(active.begin(), active.end(), size_t{0});
-  for (int i = 0; i < c.max_tokens && !active.empty(); ++i) {
-    std::vector<size_t> going;
-    std::vector<Sequence*> batch;
-    std::vector<int32_t> next;
-    for (const size_t k : active) {
-      const int32_t tok = greedy_token(seqs[k]->logits());
-      if (tokenizer.is_eog(tok)) continue;
-      if (c.stop_at_newline && text[k].find_first_not_of(" \t\r\n") != std::string::npos &&
-          tokenizer.token_piece(tok).find('\n') != std::string::npos) {
-        continue;
-      }
-      out[k].push_back(tok);
-      text[k] = tokenizer.decode(out[k]);
-      going.push_back(k);
-      batch.push_back(seqs[k]);
-      next.push_back(tok);
-    }
-    if (i + 1 < c.max_tokens) Sequence::decode_batch(batch, next);
-    active = std::move(going);
-  }
-  for (std::string& t : text) {
-    const size_t b = t.find_first_not_of(" \t\r\n"), e = t.find_last_not_of(" \t\r\n");
-    t = b == std::string::npos ? "" : t.substr(b, e - b + 1);
-  }
-  return text;
-}
 
 // Fails now, not after the first case's prefill, when the results cannot be written; creates no
 // file (an empty one is not valid gzip).

@@ -1,0 +1,19 @@
+#pragma once
+// Greedy answers of sequences decoded together, one batched step per token (the weights are read
+// once for all of them), as the task suites and `snapkv analyze pooling` answer their cases.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "eval/suite.h"
+#include "snapkv/tokenizer.h"
+
+namespace snapkv {
+
+// Each sequence stops at an end-of-generation token, after c.max_tokens, or (c.stop_at_newline)
+// at a newline once its answer has text. Returns the answers without surrounding whitespace.
+std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const Tokenizer& tokenizer,
+                                         const EvalCase& c);
+
+}  // namespace snapkv
