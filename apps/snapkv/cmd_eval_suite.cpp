@@ -93,13 +93,7 @@ int run_suite_cmd(const SuiteOptions& o) {
                p.results_total, p.results_done, p.results_path);
   };
   cb.progress = [&](const EvalSuiteProgress& p) {
-    const int done = p.results_run, todo = p.results_todo;
-    const double eta = done ? p.elapsed_s / done * (todo - done) : 0;
-    const int width = 30, fill = todo ? width * done / todo : width;
-    fmt::print(stderr, "\r[{}{}] {}/{} {} elapsed {} ETA {}   ", std::string(static_cast<size_t>(fill), '#'),
-               std::string(static_cast<size_t>(width - fill), '.'), done, todo, p.what, format_duration(p.elapsed_s),
-               done ? format_duration(eta) : "?");
-    if (p.what.empty()) fmt::print(stderr, "\n");
+    print_progress(p.results_run, p.results_todo, p.what, p.elapsed_s);
   };
   const EvalSuiteResult r = evaluate_suite(model, o.suite_options(), cb);
   fmt::print("{}", write_eval_report(r, o.presses, o.capacities, o.out));

@@ -13,6 +13,7 @@
 #include "kv_options.h"
 #include "model_options.h"
 #include "sampling_flags.h"
+#include "text_file.h"
 #include "snapkv/memory.h"
 #include "snapkv/session.h"
 #include "snapkv/timer.h"
@@ -38,14 +39,6 @@ struct RunOptions {
   KvOptions kv;
   ModelFlags model_flags;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kBadFile, "{}: cannot read prompt file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // -v: entries kept per layer by the last compression, over all KV heads.
 void print_kept(const Session& session) {

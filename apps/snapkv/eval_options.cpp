@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "snapkv/data_dir.h"
 #include "snapkv/error.h"
 #include "snapkv/press.h"
@@ -38,6 +40,15 @@ ModelOptions EvalOptions::model_options() const {
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f} s", s);
   return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+}
+
+void print_progress(int done, int total, const std::string& what, double elapsed_s) {
+  const double eta = done ? elapsed_s / done * (total - done) : 0;
+  const int width = 30, fill = total ? width * std::min(done, total) / total : width;
+  fmt::print(stderr, "\r[{}{}] {}/{} {} elapsed {} ETA {}   ", std::string(static_cast<size_t>(fill), '#'),
+             std::string(static_cast<size_t>(width - fill), '.'), done, total, what, format_duration(elapsed_s),
+             done ? format_duration(eta) : "?");
+  if (what.empty()) fmt::print(stderr, "\n");
 }
 
 }  // namespace snapkv::cli

@@ -35,4 +35,8 @@ void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_
 // "42 s" below a minute, else "3m07s" (progress lines and summaries).
 std::string format_duration(double seconds);
 
+// One progress line on stderr, rewritten in place: a bar, done/total, what runs, elapsed and ETA;
+// what "" ends the line.
+void print_progress(int done, int total, const std::string& what, double elapsed_s);
+
 }  // namespace snapkv::cli
