@@ -18,6 +18,8 @@ Action add_eval(CLI::App& app);
 Action add_eval_suite(CLI::App& app, const std::string& suite);
 Action add_chat(CLI::App& app);
 Action add_serve(CLI::App& app);
+// analyze: a group; the paper's observations, one subcommand each (cmd_analyze.cpp).
+Action add_analyze(CLI::App& app);
 // presses: the registered presses and their options (cmd_presses.cpp).
 Action add_presses(CLI::App& app);
 

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   add("serve", "an OpenAI-compatible HTTP server with per-request KV compression and continuous batching",
       snapkv::cli::add_serve);
   add("eval", "evaluate KV-cache compression (fidelity, ...)", snapkv::cli::add_eval);
+  add("analyze", "the SnapKV paper's observations on any model and prompts (hit rate, overlap, pooling, map)",
+      snapkv::cli::add_analyze);
   add("bench", "side-by-side speed and memory measurements", snapkv::cli::add_bench);
   add("presses", "list the KV compression presses and their options", snapkv::cli::add_presses);
 

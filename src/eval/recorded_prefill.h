@@ -31,6 +31,9 @@ class RecordedPrefill {
   const std::vector<int32_t>& tokens() const { return tokens_; }
 
   const KvCache& full() const { return full_; }
+  // What a press sees of layer il over the full cache: its entries and the last recorded queries
+  // (the window slides on over extensions, so after generated tokens those are theirs).
+  LayerInput input(int il) const { return recorder_.input(il, full_.layer(il)); }
   std::span<const float> last_logits() const { return logits_; }
   // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given. Keeps
   // the SnapKV scores it computes for the next press (so it is not thread-safe).

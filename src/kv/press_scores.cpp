@@ -22,8 +22,7 @@ bool layer_is_short(const PressConfig& cfg, std::span<const KvHeadView> kv) {
   return !cfg.compress_short && longest_head(kv) <= cfg.capacity;
 }
 
-HeadScores window_attention(const LayerInput& in, int64_t w) {
-  w = std::min(w, in.n_window);
+HeadScores attention_sums(const LayerInput& in, int64_t first, int64_t n) {
   const int n_group = in.n_head / static_cast<int>(in.kv.size());
   HeadScores s(in.n_head);
   std::vector<float*> rows(in.n_head);
@@ -31,10 +30,14 @@ HeadScores window_attention(const LayerInput& in, int64_t w) {
     s[h].assign(static_cast<size_t>(in.kv[h / n_group].n), 0.0f);
     rows[h] = s[h].data();
   }
-  const int64_t first = in.n_window - w;
-  attention_column_sums(in.q_window + first * in.n_head * in.head_dim, in.window_pos + first, w, in.n_head,
+  attention_column_sums(in.q_window + first * in.n_head * in.head_dim, in.window_pos + first, n, in.n_head,
                         in.head_dim, in.kv, rows, *in.pool);
   return s;
+}
+
+HeadScores window_attention(const LayerInput& in, int64_t w) {
+  w = std::min(w, in.n_window);
+  return attention_sums(in, in.n_window - w, w);
 }
 
 std::vector<float> pool1d(std::span<const float> s, int kernel, PoolKind kind) {

@@ -24,8 +24,10 @@ int64_t layer_capacity(const PressConfig& cfg, std::span<const KvHeadView> kv);
 // compressed; compress_short compresses every prompt by the ratio (kvpress).
 bool layer_is_short(const PressConfig& cfg, std::span<const KvHeadView> kv);
 
-// Attention of the last w window queries, per query head, summed over those queries, for every
-// entry of its stored head (the window's own entries included; causal by position).
+// Attention of the recorded queries [first, first + n) (0 = the oldest in in.q_window), per query
+// head, summed over those queries, for every entry of its stored head (causal by position).
+HeadScores attention_sums(const LayerInput& in, int64_t first, int64_t n);
+// The same for the last w window queries (the window's own entries included).
 HeadScores window_attention(const LayerInput& in, int64_t w);
 
 // Sliding pooling along entries, stride 1, padding k/2: max pads with -inf, avg divides by k
