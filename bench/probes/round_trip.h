@@ -10,8 +10,10 @@
 namespace snapkv {
 
 // Nanoseconds for a cache line to go from pool thread 0 to thread 1 and back, as the pool's own
-// spin loops poll: the mean of `rounds` round trips (the default takes a few milliseconds at
-// most). Needs a pool of at least 2 threads.
-double thread_round_trip_ns(ThreadPool& pool, int rounds = 10000);
+// spin loops poll: the mean of `rounds` round trips (the default takes a few milliseconds on an
+// idle machine), or of those done within max_seconds: where other processes share the cores,
+// each round trip can wait for a time slice, and 10,000 of them would take minutes. Needs a pool
+// of at least 2 threads.
+double thread_round_trip_ns(ThreadPool& pool, int rounds = 10000, double max_seconds = 0.25);
 
 }  // namespace snapkv
