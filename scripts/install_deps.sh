@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs (bookworm names). Skips apt when all are present.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang pkg-config python3 python3-pip python3-venv unzip curl
-      libhwy-dev libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev
+      libhwy-dev libpcre2-dev nlohmann-json3-dev libboost-dev libcpp-httplib-dev libcli11-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <random>
 
 namespace snapkv::server {
 
@@ -79,28 +80,74 @@ std::string content_of(const json& v, const std::string& param) {
   return text;
 }
 
-std::vector<ChatMessage> messages_of(const json& body) {
+std::vector<ApiToolCall> tool_calls_of(const json& v, const std::string& param) {
+  if (!v.is_array()) bad_request(param, fmt::format("'{}' must be an array", param));
+  std::vector<ApiToolCall> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = fmt::format("{}[{}]", param, i);
+    const json* fn = v[i].is_object() ? field(v[i], "function") : nullptr;
+    if (!fn || !fn->is_object()) bad_request(p + ".function", fmt::format("'{}.function' must be an object with name and arguments", p));
+    const json* name = field(*fn, "name");
+    if (!name) bad_request(p + ".function.name", fmt::format("'{}.function.name' is required", p));
+    ApiToolCall call{string_of(*name, p + ".function.name"), "{}"};
+    if (const json* args = field(*fn, "arguments")) call.arguments = string_of(*args, p + ".function.arguments");
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+std::vector<ApiMessage> messages_of(const json& body) {
   const json* v = field(body, "messages");
   if (!v) bad_request("messages", "'messages' is required");
   if (!v->is_array() || v->empty()) bad_request("messages", "'messages' must be a non-empty array");
-  std::vector<ChatMessage> out;
+  std::vector<ApiMessage> out;
   for (size_t i = 0; i < v->size(); ++i) {
     const json& m = (*v)[i];
     const std::string p = fmt::format("messages[{}]", i);
     if (!m.is_object()) bad_request(p, fmt::format("'{}' must be an object with role and content", p));
     const json* role = field(m, "role");
     if (!role) bad_request(p + ".role", fmt::format("'{}.role' is required", p));
-    ChatMessage msg{string_of(*role, p + ".role"), ""};
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "developer") {
-      bad_request(p + ".role", fmt::format("'{}.role' must be system, developer, user or assistant, got '{}'", p, msg.role));
+    ApiMessage msg{string_of(*role, p + ".role"), "", {}};
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "developer" && msg.role != "tool") {
+      bad_request(p + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", p, msg.role));
     }
     if (msg.role == "developer") msg.role = "system";
+    if (const json* calls = field(m, "tool_calls")) {
+      if (msg.role != "assistant") bad_request(p + ".tool_calls", fmt::format("'{}.tool_calls' is for assistant messages only", p));
+      msg.tool_calls = tool_calls_of(*calls, p + ".tool_calls");
+    }
     const json* content = field(m, "content");
-    if (!content) bad_request(p + ".content", fmt::format("'{}.content' is required", p));
-    msg.content = content_of(*content, p + ".content");
+    if (content) {
+      msg.content = content_of(*content, p + ".content");
+    } else if (msg.tool_calls.empty()) {
+      bad_request(p + ".content", fmt::format("'{}.content' is required (it may be null only beside tool_calls)", p));
+    }
     out.push_back(std::move(msg));
   }
   return out;
+}
+
+// Fields that change what the answer must be and that this server does not implement: refused,
+// never ignored. Present but inert values (no tools, plain text format) pass.
+void refuse_unsupported(const json& body) {
+  const auto refuse = [](const std::string& param, const std::string& why) {
+    throw ApiError(400, "invalid_request_error", param, "unsupported_parameter", fmt::format("'{}' is not supported: {}", param, why));
+  };
+  if (bool_of(body, "logprobs", false)) refuse("logprobs", "this server does not return log probabilities");
+  if (field(body, "top_logprobs")) refuse("top_logprobs", "this server does not return log probabilities");
+  if (const json* tools = field(body, "tools"); tools && !(tools->is_array() && tools->empty())) {
+    refuse("tools", "this server does not constrain output to tool calls (tool results in messages are accepted)");
+  }
+  if (const json* choice = field(body, "tool_choice"); choice && *choice != "none" && *choice != "auto") {
+    refuse("tool_choice", "no tools are offered to the model");
+  }
+  for (const char* key : {"functions", "function_call"}) {
+    if (field(body, key)) refuse(key, "use messages with role tool instead");
+  }
+  if (const json* format = field(body, "response_format")) {
+    const bool text = format->is_object() && format->contains("type") && (*format)["type"] == "text";
+    if (!text) refuse("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schema)");
+  }
 }
 
 // prompt: a string, an array of one string, or an array of token ids.
@@ -183,17 +230,6 @@ json error_body(const ApiError& e) {
   return {{"error", {{"message", e.what()}, {"type", e.type}, {"param", or_null(e.param)}, {"code", or_null(e.code)}}}};
 }
 
-json parse_json_body(const std::string& body) {
-  try {
-    json j = json::parse(body);
-    if (!j.is_object()) bad_request("", "the request body must be a JSON object");
-    return j;
-  } catch (const json::parse_error& e) {
-    throw ApiError(400, "invalid_request_error", "", "invalid_json",
-                   fmt::format("the request body is not valid JSON: {}", e.what()));
-  }
-}
-
 ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) {
   ApiRequest r;
   r.chat = chat;
@@ -204,6 +240,7 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
                      fmt::format("the model '{}' does not exist; this server serves '{}'", id, d.model_id));
     }
   }
+  refuse_unsupported(body);
   if (chat) {
     r.messages = messages_of(body);
   } else {
@@ -213,12 +250,18 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
   r.params.max_tokens = static_cast<int>(int_in(body, max_key, 0, kMaxTokensLimit, d.max_tokens));
   if (int_in(body, "n", 1, 1, 1) != 1) bad_request("n", "'n' must be 1");
   SamplingParams& s = r.params.sampling;
-  s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2, 1.0));
-  s.top_p = static_cast<float>(number_in(body, "top_p", 0, 1, 1.0));
-  s.top_k = static_cast<int>(int_in(body, "top_k", 0, 1 << 20, 0));
-  s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1, 0));
-  s.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0.01, 10, 1.0));
-  s.seed = static_cast<uint64_t>(int_in(body, "seed", INT64_MIN, INT64_MAX, 0));
+  const SamplingParams& ds = d.sampling;
+  s = ds;
+  s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2, ds.temperature));
+  s.top_p = static_cast<float>(number_in(body, "top_p", 0, 1, ds.top_p));
+  s.top_k = static_cast<int>(int_in(body, "top_k", 0, 1 << 20, ds.top_k));
+  s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1, ds.min_p));
+  s.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0.01, 10, ds.repeat_penalty));
+  if (field(body, "seed")) {
+    s.seed = static_cast<uint64_t>(int_in(body, "seed", INT64_MIN, INT64_MAX, 0));
+  } else {
+    s.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();  // as OpenAI: a new draw each time
+  }
   for (const char* key : {"frequency_penalty", "presence_penalty"}) {
     if (number_in(body, key, -2, 2, 0) != 0) bad_request(key, fmt::format("'{}' is not supported (use repeat_penalty)", key));
   }
@@ -232,6 +275,30 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
   r.timeout_s = number_in(body, "timeout", 0.001, 24 * 3600, d.timeout_s);
   r.press = press_of(body, d.press);
   return r;
+}
+
+std::string render_chat(const ChatTemplate& tmpl, const std::vector<ApiMessage>& messages) {
+  const bool chatml = tmpl.kind == ChatTemplateKind::kChatML, llama3 = tmpl.kind == ChatTemplateKind::kLlama3;
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ApiMessage& m = messages[i];
+    if ((m.role == "tool" || !m.tool_calls.empty()) && !chatml && !llama3) {
+      const std::string p = fmt::format("messages[{}]", i);
+      bad_request(m.role == "tool" ? p + ".role" : p + ".tool_calls",
+                  fmt::format("the model's chat template ({}) has no place for tool calls or tool results",
+                              chat_template_name(tmpl.kind)));
+    }
+    ChatMessage c{m.role == "tool" && llama3 ? "ipython" : m.role, m.content};
+    for (const ApiToolCall& call : m.tool_calls) {
+      // The arguments are JSON when the client sends JSON; otherwise they go in as a string.
+      const json args = json::accept(call.arguments) ? json::parse(call.arguments) : json(call.arguments);
+      const json j = {{"name", call.name}, {llama3 ? "parameters" : "arguments", args}};
+      if (!c.content.empty()) c.content += "\n";
+      c.content += chatml ? "<tool_call>\n" + j.dump() + "\n</tool_call>" : j.dump();
+    }
+    out.push_back(std::move(c));
+  }
+  return apply_chat_template(tmpl, out, true);
 }
 
 }  // namespace snapkv::server

@@ -12,6 +12,7 @@
 #include "snapkv/chat.h"
 #include "snapkv/generate.h"
 #include "snapkv/press.h"
+#include "snapkv/sampling.h"
 
 namespace snapkv::server {
 
@@ -35,11 +36,27 @@ struct RequestDefaults {
   int max_tokens = 512;          // when the request gives none
   double timeout_s = 600;        // when the request gives none
   PressConfig press;             // the server's compression, overlaid by kv_compression
+  // Sampling fields a request leaves out (serve: the model's recommended sampling or llama.cpp's
+  // server defaults). The seed is never a default: without one each request draws its own.
+  SamplingParams sampling;
+};
+
+// A tool call an assistant message made (OpenAI's tool_calls[].function).
+struct ApiToolCall {
+  std::string name;
+  std::string arguments;  // JSON text, as the client sent it
+};
+
+// One chat message as the API gives it: roles system (developer), user, assistant and tool.
+struct ApiMessage {
+  std::string role;
+  std::string content;
+  std::vector<ApiToolCall> tool_calls;  // assistant only
 };
 
 struct ApiRequest {
   bool chat = false;
-  std::vector<ChatMessage> messages;  // chat
+  std::vector<ApiMessage> messages;   // chat
   std::string prompt;                 // completions, as text
   std::vector<int32_t> prompt_ids;    // completions, as token ids (when given so)
   GenerateParams params;
@@ -55,7 +72,11 @@ struct ApiRequest {
 // kv_compression fields are errors.
 ApiRequest parse_request(const nlohmann::json& body, bool chat, const RequestDefaults& defaults);
 
-// The body parsed as JSON, or ApiError(400) quoting the parser.
-nlohmann::json parse_json_body(const std::string& body);
+// The conversation in the model's chat template. Tool results and assistant tool calls go where
+// the template has a place for them: ChatML as role "tool" and calls in <tool_call> tags (as
+// Qwen2.5 and Hermes templates write them), Llama 3 as role "ipython" and calls as
+// {"name", "parameters"} JSON (as Llama 3.1's does); other templates have none: ApiError(400).
+std::string render_chat(const ChatTemplate& tmpl, const std::vector<ApiMessage>& messages);
+
 
 }  // namespace snapkv::server

@@ -4,7 +4,15 @@ namespace snapkv::server {
 
 using nlohmann::json;
 
-const char* api_finish_reason(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+const char* api_finish_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kTimeout: return "timeout";
+    case FinishReason::kShutdown: return "shutdown";
+    case FinishReason::kCancelled: return "cancelled";
+    default: return "length";
+  }
+}
 
 json usage_body(const SequenceStats& s) {
   return {{"prompt_tokens", s.n_prompt},

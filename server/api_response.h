@@ -17,7 +17,8 @@ struct ResponseHead {
   int64_t created = 0;  // Unix seconds
 };
 
-// "stop" or "length" (a timeout or a shutdown ends a completion like its length limit does).
+// "stop", "length" (max_tokens or the context), and beyond OpenAI's values "timeout" (the
+// request's deadline), "shutdown" (the server stopped) and "cancelled".
 const char* api_finish_reason(FinishReason r);
 
 // usage: prompt/completion/total tokens, and the KV cache held at the end vs the full cache.

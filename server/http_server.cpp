@@ -1,27 +1,36 @@
 #include "server/http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
-#include <atomic>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+
 #include <ctime>
+#include <thread>
 
 #include "server/api_response.h"
+#include "server/completion_stream.h"
+#include "server/json_body.h"
 #include "snapkv/error.h"
-#include "snapkv/timer.h"
 
 namespace snapkv::server {
 
+namespace net = boost::asio;
+namespace http = boost::beast::http;
 using nlohmann::json;
 
 namespace {
 
 std::atomic<uint64_t> g_next_id{1};
+constexpr int kIoThreads = 4;
 
 const char* status_type(int status) {
   switch (status) {
+    case 401: return "invalid_request_error";
     case 404: return "not_found_error";
-    case 405: return "invalid_request_error";
     case 413: return "request_too_large";
     case 429: return "server_busy";
     case 503: return "service_unavailable";
@@ -31,104 +40,227 @@ const char* status_type(int status) {
 
 }  // namespace
 
-HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ChatTemplate tmpl, const ServerOptions& options,
-                       size_t kv_budget, int max_batch, int max_queue)
-    : scheduler_(scheduler), tokenizer_(tokenizer), tmpl_(std::move(tmpl)), opt_(options), kv_budget_(kv_budget),
-      max_batch_(max_batch), svr_(std::make_unique<httplib::Server>()) {
-  // One handler thread per running or queued request, and a few for quick endpoints.
-  const size_t n_threads = static_cast<size_t>(max_batch + max_queue + 4);
-  svr_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  svr_->set_payload_max_length(opt_.max_body);
-  svr_->set_keep_alive_timeout(2);
-  svr_->set_read_timeout(30);
-  svr_->set_write_timeout(30);
+// A path, the one method it takes and whether it needs the API key.
+struct HttpServer::Route {
+  const char* path;
+  bool prefix;  // path ends with '/' and matches anything under it
+  http::verb method;
+  bool open;  // no API key needed
+  std::function<void(HttpServer&, const std::shared_ptr<Connection>&, const HttpRequest&, const std::string& path)> run;
+};
 
-  svr_->Post("/v1/chat/completions",
-             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
-  svr_->Post("/v1/completions",
-             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
-  svr_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const json body = {{"object", "list"},
-                       {"data", json::array({{{"id", opt_.defaults.model_id},
-                                              {"object", "model"},
-                                              {"created", 0},
-                                              {"owned_by", "snapkv"},
-                                              {"context_length", scheduler_.n_ctx()}}})}};
-    res.set_content(dump_json(body), "application/json");
-    metrics_.count_request("/v1/models", 200);
-  });
-  svr_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-    metrics_.count_request("/health", 200);
-  });
-  svr_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    metrics_.count_request("/metrics", 200);
-    res.set_content(metrics_.prometheus(scheduler_.metrics(), kv_budget_, max_batch_), "text/plain; version=0.0.4");
-  });
-  // A known endpoint asked with the wrong method: 405 with the method it takes.
-  auto wrong_method = [this](const char* allow) {
-    return [this, allow](const httplib::Request& req, httplib::Response& res) {
-      res.set_header("Allow", allow);
-      reply_error(res, "other", ApiError(405, "invalid_request_error", "", "method_not_allowed",
-                                         fmt::format("{} {}: this endpoint takes {}", req.method, req.path, allow)));
-    };
-  };
-  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) svr_->Get(path, wrong_method("POST"));
-  for (const char* path : {"/v1/models", "/health", "/metrics"}) svr_->Post(path, wrong_method("GET"));
-  // Errors httplib raises itself (unknown route, body over the limit, malformed request line)
-  // get the same JSON shape as ours.
-  svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    std::string message = fmt::format("{} {}: HTTP status {}", req.method, req.path, res.status);
-    if (res.status == 404) message = fmt::format("{} {}: no such endpoint", req.method, req.path);
-    if (res.status == 413) message = fmt::format("the request body is larger than the limit of {} bytes", opt_.max_body);
-    metrics_.count_request("other", res.status);
-    res.set_content(dump_json(error_body(ApiError(res.status, status_type(res.status), "", "", message))),
-                    "application/json");
-  });
-  svr_->set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    reply_error(res, "other", ApiError(500, "server_error", "", "", what));
-  });
+namespace {
+
+std::string_view method_name(http::verb v) { return http::to_string(v); }
+
+Reply make_reply(int status, std::string body, std::string content_type = "application/json") {
+  Reply r;
+  r.status = status;
+  r.body = std::move(body);
+  r.content_type = std::move(content_type);
+  return r;
 }
+
+}  // namespace
+
+HttpServer::HttpServer(Scheduler& scheduler, const Tokenizer& tokenizer, ChatTemplate tmpl, const ServerOptions& options,
+                       size_t kv_budget, int max_batch)
+    : scheduler_(scheduler), tokenizer_(tokenizer), tmpl_(std::move(tmpl)), opt_(options), access_(options.access),
+      kv_budget_(kv_budget), max_batch_(max_batch), acceptor_(ioc_), retry_accept_(ioc_), end_running_timer_(ioc_),
+      shutdown_timer_(ioc_) {}
 
 HttpServer::~HttpServer() = default;
 
 int HttpServer::bind() {
-  const int port = opt_.port == 0 ? svr_->bind_to_any_port(opt_.host) : (svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
-  if (port < 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                fmt::format("cannot listen on {}:{} (address in use or not available)", opt_.host, opt_.port));
-  }
-  return port;
+  boost::system::error_code ec;
+  const net::ip::address address = net::ip::make_address(opt_.host, ec);
+  const auto cannot = [&](const std::string& why) {
+    return Error(ErrorKind::kInvalidArgument, fmt::format("cannot listen on {}:{} ({})", opt_.host, opt_.port, why));
+  };
+  if (ec) throw cannot("not an IP address");
+  const net::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(opt_.port));
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) throw cannot(ec.message());
+  return acceptor_.local_endpoint().port();
 }
 
-void HttpServer::serve() { svr_->listen_after_bind(); }
+void HttpServer::serve() {
+  accept();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < kIoThreads; ++i) threads.emplace_back([this] { ioc_.run(); });
+  ioc_.run();
+  for (std::thread& t : threads) t.join();
+}
 
-void HttpServer::stop() { svr_->stop(); }
+void HttpServer::accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), [this](boost::system::error_code ec, net::ip::tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {  // out of file descriptors, say: try again shortly rather than spin
+      retry_accept_.expires_after(std::chrono::milliseconds(50));
+      retry_accept_.async_wait([this](boost::system::error_code wec) {
+        if (!wec) accept();
+      });
+      return;
+    }
+    const auto c = std::make_shared<Connection>(std::move(socket), opt_.limits, static_cast<ConnectionOwner&>(*this), open_);
+    if (*open_ > opt_.max_connections) {
+      Reply r = error_reply(503, "too_many_connections",
+                            fmt::format("the server has {} connections open, its limit; retry later", opt_.max_connections));
+      r.headers.emplace_back("Retry-After", "1");
+      c->refuse(std::move(r));
+    } else {
+      c->start();
+    }
+    accept();
+  });
+}
 
-void HttpServer::reply_error(httplib::Response& res, const std::string& endpoint, const ApiError& e, int retry_after_s) {
-  res.status = e.status;
-  if (retry_after_s > 0) res.set_header("Retry-After", std::to_string(retry_after_s));
-  res.set_content(dump_json(error_body(e)), "application/json");
+void HttpServer::shutdown() {
+  if (draining_.exchange(true)) return;
+  scheduler_.drain();
+  const auto after = [](double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(std::max(s, 0.0)));
+  };
+  net::post(ioc_, [this, after] {
+    // Running requests may finish until a second before the deadline; then they end ("shutdown").
+    end_running_timer_.expires_after(after(opt_.shutdown_timeout_s - 1));
+    end_running_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) scheduler_.stop();
+    });
+    shutdown_timer_.expires_after(after(opt_.shutdown_timeout_s));
+    shutdown_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) ioc_.stop();  // clients that do not read their replies are not waited for
+    });
+    stop_if_drained();
+  });
+}
+
+void HttpServer::request_done() {
+  --busy_;
+  if (draining_) net::post(ioc_, [this] { stop_if_drained(); });
+}
+
+void HttpServer::stop_if_drained() {
+  if (busy_ > 0) return;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  ioc_.stop();
+}
+
+Reply HttpServer::error_reply(int status, const std::string& code, const std::string& message) {
+  metrics_.count_request("other", status);
+  return make_reply(status, dump_json(error_body(ApiError(status, status_type(status), "", code, message))));
+}
+
+Reply HttpServer::api_error(const std::string& endpoint, const ApiError& e, int retry_after_s) {
   metrics_.count_request(endpoint, e.status);
+  Reply r = make_reply(e.status, dump_json(error_body(e)));
+  if (retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
+  return r;
 }
 
-void HttpServer::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+Reply HttpServer::model_object(const std::string& id) {
+  return make_reply(200, dump_json(json{{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "snapkv"},
+                                        {"context_length", scheduler_.n_ctx()}}));
+}
+
+void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) {
+  ++busy_;
+  static const std::vector<Route> routes = {
+      {"/health", false, http::verb::get, true,
+       [](HttpServer& s, auto& conn, auto&, auto&) {
+         s.metrics_.count_request("/health", 200);
+         conn->reply(make_reply(200, R"({"status":"ok"})"));
+       }},
+      {"/metrics", false, http::verb::get, false,
+       [](HttpServer& s, auto& conn, auto&, auto&) {
+         s.metrics_.count_request("/metrics", 200);
+         conn->reply(make_reply(200, s.metrics_.prometheus(s.scheduler_.metrics(), s.kv_budget_, s.max_batch_),
+                                "text/plain; version=0.0.4"));
+       }},
+      {"/v1/models", false, http::verb::get, false,
+       [](HttpServer& s, auto& conn, auto&, auto&) {
+         s.metrics_.count_request("/v1/models", 200);
+         conn->reply(make_reply(200, dump_json(json{{"object", "list"},
+                                                    {"data", json::array({json::parse(s.model_object(s.opt_.defaults.model_id).body)})}})));
+       }},
+      {"/v1/models/", true, http::verb::get, false,
+       [](HttpServer& s, auto& conn, auto&, const std::string& path) {
+         const std::string id = path.substr(std::string_view("/v1/models/").size());
+         if (id != s.opt_.defaults.model_id) {
+           return conn->reply(s.api_error("/v1/models", ApiError(404, "invalid_request_error", "model", "model_not_found",
+                                                                 fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                                                             id, s.opt_.defaults.model_id))));
+         }
+         s.metrics_.count_request("/v1/models", 200);
+         conn->reply(s.model_object(id));
+       }},
+      {"/v1/chat/completions", false, http::verb::post, false,
+       [](HttpServer& s, auto& conn, auto& r, auto&) { s.completion(conn, r, true); }},
+      {"/v1/completions", false, http::verb::post, false,
+       [](HttpServer& s, auto& conn, auto& r, auto&) { s.completion(conn, r, false); }},
+  };
+
+  const std::string target(req.target());
+  const std::string path = target.substr(0, target.find('?'));
+  const std::string origin(req[http::field::origin]);
+  if (draining_) {
+    Reply r = error_reply(503, "shutting_down", "the server is shutting down; retry with another replica or later");
+    r.headers.emplace_back("Retry-After", "5");
+    r.close = true;
+    return c->reply(std::move(r));
+  }
+  if (const auto denied = access_.check_origin(std::string(req[http::field::host]), origin)) {
+    return c->reply(error_reply(denied->status, denied->code, denied->message));
+  }
+  if (const std::string allowed = access_.allow_origin(origin); !allowed.empty()) {
+    c->add_reply_headers({{"Access-Control-Allow-Origin", allowed}, {"Vary", "Origin"}});
+  }
+  const Route* route = nullptr;
+  for (const Route& r : routes) {
+    if (r.prefix ? path.starts_with(r.path) && path.size() > std::string_view(r.path).size() : path == r.path) route = &r;
+  }
+  if (!route) return c->reply(error_reply(404, "not_found", fmt::format("{} {}: no such endpoint", std::string(req.method_string()), path)));
+  const std::string allow = fmt::format("{}, OPTIONS", method_name(route->method));
+  if (req.method() == http::verb::options) {  // a CORS preflight (its origin passed above) or a question
+    Reply r = make_reply(204, "");
+    r.headers = {{"Allow", allow}};
+    if (!origin.empty()) {
+      r.headers.insert(r.headers.end(), {{"Access-Control-Allow-Methods", allow},
+                                         {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+                                         {"Access-Control-Max-Age", "600"}});
+    }
+    metrics_.count_request("other", 204);
+    return c->reply(std::move(r));
+  }
+  if (req.method() != route->method) {
+    Reply r = error_reply(405, "method_not_allowed",
+                          fmt::format("{} {}: this endpoint takes {}", std::string(req.method_string()), path, method_name(route->method)));
+    r.headers.emplace_back("Allow", allow);
+    return c->reply(std::move(r));
+  }
+  if (!route->open) {
+    if (const auto denied = access_.check_key(std::string(req[http::field::authorization]))) {
+      Reply r = error_reply(denied->status, denied->code, denied->message);
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return c->reply(std::move(r));
+    }
+  }
+  route->run(*this, c, req, path);
+}
+
+void HttpServer::completion(const std::shared_ptr<Connection>& c, const HttpRequest& req, bool chat) {
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
   std::shared_ptr<Job> seq;
   ApiRequest ar;
   try {
-    ar = parse_request(parse_json_body(req.body), chat, opt_.defaults);
+    ar = parse_request(parse_json_body(req.body()), chat, opt_.defaults);
     SequenceRequest sr;
     if (chat) {
-      sr.prompt = tokenizer_.encode(apply_chat_template(tmpl_, ar.messages, true), tokenizer_.add_bos(), true);
+      sr.prompt = tokenizer_.encode(render_chat(tmpl_, ar.messages), tokenizer_.add_bos(), true);
     } else if (!ar.prompt_ids.empty()) {
       for (const int32_t id : ar.prompt_ids) {
         if (id >= tokenizer_.n_vocab()) bad_request("prompt", fmt::format("token id {} is outside the vocabulary of {}", id, tokenizer_.n_vocab()));
@@ -151,80 +283,23 @@ void HttpServer::completion(const httplib::Request& req, httplib::Response& res,
     if (!seq) {
       switch (rejected.kind) {
         case Rejection::kQueueFull:
-          return reply_error(res, endpoint, ApiError(429, "server_busy", "", "queue_full", "the server is busy: " + rejected.message + "; retry later"), 2);
+          return c->reply(api_error(endpoint, ApiError(429, "server_busy", "", "queue_full", "the server is busy: " + rejected.message + "; retry later"), 2));
         case Rejection::kShuttingDown:
-          return reply_error(res, endpoint, ApiError(503, "service_unavailable", "", "shutting_down", rejected.message), 5);
+          return c->reply(api_error(endpoint, ApiError(503, "service_unavailable", "", "shutting_down", rejected.message), 5));
         case Rejection::kTooLarge:
-          return reply_error(res, endpoint, ApiError(400, "invalid_request_error", "max_tokens", "kv_budget_exceeded", rejected.message));
+          return c->reply(api_error(endpoint, ApiError(400, "invalid_request_error", "max_tokens", "kv_budget_exceeded", rejected.message)));
       }
     }
   } catch (const ApiError& e) {
-    return reply_error(res, endpoint, e);
+    return c->reply(api_error(endpoint, e));
   }
-
-  // Wait for admission: until then the status can still say why the request did not run.
-  Job::Update first;
-  do {
-    first = seq->next(std::chrono::milliseconds(200));
-  } while (!first.started && !first.done);
-  if (!first.started) {
-    if (first.reason == FinishReason::kTimeout) {
-      return reply_error(res, endpoint, ApiError(503, "service_unavailable", "", "timeout", first.error), 2);
-    }
-    if (first.reason == FinishReason::kCancelled) {
-      return reply_error(res, endpoint, ApiError(503, "service_unavailable", "", "shutting_down", first.error), 5);
-    }
-    return reply_error(res, endpoint, ApiError(500, "server_error", "", "", first.error));
-  }
-  metrics_.count_request(endpoint, 200);
-
-  const ResponseHead head{fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", g_next_id++), chat, opt_.defaults.model_id,
-                          static_cast<int64_t>(std::time(nullptr))};
-  const double keep_alive_s = opt_.keep_alive_s;
-  const bool stream = ar.stream, include_usage = ar.include_usage;
-  res.set_chunked_content_provider(
-      stream ? "text/event-stream" : "application/json",
-      [seq, head, first, keep_alive_s, stream, include_usage](size_t, httplib::DataSink& sink) {
-        const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-        Job::Update u = first;
-        std::string text;  // the whole answer (non-streaming)
-        bool first_chunk = true;
-        Timer idle;
-        for (;;) {
-          if (!u.text.empty()) {
-            if (stream) {
-              if (!write(sse_event(chunk_body(head, u.text, first_chunk, FinishReason::kNone)))) break;
-              first_chunk = false;
-              idle.reset();
-            } else {
-              text += u.text;
-            }
-          }
-          if (u.done) {
-            bool ok = true;
-            if (u.reason == FinishReason::kError) {
-              const ApiError e(500, "server_error", "", "", u.error);
-              ok = write(stream ? sse_event(error_body(e)) : dump_json(error_body(e)));
-            } else if (stream) {
-              ok = write(sse_event(chunk_body(head, "", first_chunk, u.reason)));
-              if (ok && include_usage) ok = write(sse_event(usage_chunk_body(head, u.stats)));
-            } else {
-              ok = write(dump_json(completion_body(head, text, u.reason, u.stats)));
-            }
-            if (ok && stream) ok = write(kSseDone);
-            if (ok) sink.done();
-            return ok;
-          }
-          if (idle.seconds() >= keep_alive_s) {
-            if (!write(stream ? ": keep-alive\n\n" : " ")) break;
-            idle.reset();
-          }
-          u = seq->next(std::chrono::milliseconds(100));
-        }
-        seq->cancel();  // the client is gone
-        return false;
-      },
-      [seq](bool) { seq->cancel(); });
+  CompletionParams p;
+  p.head = ResponseHead{fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", g_next_id++), chat, opt_.defaults.model_id,
+                        static_cast<int64_t>(std::time(nullptr))};
+  p.stream = ar.stream;
+  p.include_usage = ar.include_usage;
+  p.keep_alive_s = opt_.keep_alive_s;
+  start_completion_stream(c, std::move(seq), p, [this, endpoint](int status) { metrics_.count_request(endpoint, status); });
 }
 
 }  // namespace snapkv::server

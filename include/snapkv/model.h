@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "snapkv/chat.h"
+#include "snapkv/sampling.h"
 #include "snapkv/tokenizer.h"
 #include "snapkv/types.h"
 
@@ -40,6 +41,12 @@ struct ModelInfo {
   int n_vocab = 0;
   int n_ctx_train = 0;      // the context the model was trained for
   size_t weight_bytes = 0;  // weight data used by the forward pass
+  // The sampling the model's authors recommend: general.sampling.{temp, top_k, top_p, min_p,
+  // penalty_repeat, penalty_last_n} where the file has them, the rest llama.cpp's server defaults
+  // (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05). What the server uses when a request
+  // gives no sampling fields.
+  SamplingParams recommended_sampling;
+  bool sampling_from_file = false;  // at least one general.sampling.* key was found
 };
 
 class Model {

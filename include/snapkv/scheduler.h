@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,7 +52,8 @@ struct SequenceRequest {
   std::optional<Clock::time_point> deadline;
 };
 
-enum class FinishReason { kNone, kStop, kLength, kCancelled, kTimeout, kError };
+// kCancelled: the client went away; kShutdown: the scheduler was stopped.
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kTimeout, kShutdown, kError };
 const char* finish_reason_name(FinishReason r);
 
 struct SequenceStats {
@@ -71,19 +73,24 @@ class Job {
     bool started = false;  // admitted (prefill begun)
     bool done = false;
     FinishReason reason = FinishReason::kNone;
-    std::string error;   // kError, or why a queued request never started (kTimeout, kCancelled)
+    std::string error;   // kError, or why a queued request never started (kTimeout, kShutdown)
     SequenceStats stats;
   };
   // Waits until there is something new (or the timeout passes) and takes it.
   Update next(std::chrono::milliseconds timeout);
   // The client is gone: the scheduler stops the sequence and frees its memory at its next step.
   void cancel() { cancelled_ = true; }
+  // Calls fn after every change (new text, admission, the end), on the scheduler's thread and
+  // without locks held, so that an event loop can take the news with next(0ms) instead of
+  // blocking a thread in next(). Called once at once when there is news already.
+  void on_update(std::function<void()> fn);
 
  private:
   friend class BatchScheduler;
   void emit(std::string_view text);
   void set_started();
   void finish(FinishReason reason, std::string error = {});
+  void notify();
 
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
@@ -93,6 +100,7 @@ class Job {
   FinishReason reason_ = FinishReason::kNone;
   std::string error_;
   SequenceStats stats_;
+  std::function<void()> on_update_;
 };
 
 // A request the scheduler refuses at once: the queue is full (retryable), the server is shutting
@@ -122,7 +130,10 @@ class Scheduler {
   // Queues a request, or returns why not (the job is then null). Throws Error for a request
   // that is invalid (bad press or sampling parameters, empty prompt, prompt over the context).
   std::shared_ptr<Job> submit(SequenceRequest request, Rejection* rejected);
-  // Stops admitting; queued requests end as cancelled, running ones after their current step.
+  // Stops admitting: queued requests end with kShutdown at once, new ones are rejected
+  // (kShuttingDown), running ones go on. Idempotent.
+  void drain();
+  // Stops admitting; queued and running requests end with kShutdown (running ones after their current step).
   // Idempotent.
   void stop();
   SchedulerMetrics metrics() const;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "api/impl.h"
@@ -42,6 +43,31 @@ const char* matmul_activations_name(MatmulActivations a) {
   return "?";
 }
 
+namespace {
+
+SamplingParams recommended_sampling(const GgufFile& f, bool& from_file) {
+  SamplingParams s{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  from_file = false;
+  const auto number = [&](const char* key, auto& out) {
+    if (!f.has(key)) return;
+    from_file = true;
+    const double v = f.get_float(key);
+    if (!std::isfinite(v) || std::fabs(v) > 1e9) fail(ErrorKind::kBadFile, "{}: {} = {} is out of range", f.path(), key, v);
+    out = static_cast<std::remove_reference_t<decltype(out)>>(v);
+  };
+  number("general.sampling.temp", s.temperature);
+  number("general.sampling.top_k", s.top_k);
+  number("general.sampling.top_p", s.top_p);
+  number("general.sampling.min_p", s.min_p);
+  number("general.sampling.penalty_repeat", s.repeat_penalty);
+  number("general.sampling.penalty_last_n", s.repeat_last_n);
+  if (s.top_k < 0) s.top_k = 0;  // -1: off
+  if (!s.validate().empty()) fail(ErrorKind::kBadFile, "{}: general.sampling.*: {}", f.path(), s.validate());
+  return s;
+}
+
+}  // namespace
+
 Model Model::load(const std::string& path, const ModelOptions& options) {
   if (const std::string err = options.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   auto impl = std::make_shared<Impl>();
@@ -72,6 +98,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   info.n_vocab = hp.n_vocab;
   info.n_ctx_train = hp.n_ctx_train;
   info.weight_bytes = impl->decoder->weight_bytes();
+  info.recommended_sampling = recommended_sampling(*impl->file, info.sampling_from_file);
   return Model(std::move(impl));
 }
 

@@ -16,6 +16,7 @@ std::shared_ptr<Job> Scheduler::submit(SequenceRequest request, Rejection* rejec
   return impl_->submit(std::move(request), rejected);
 }
 void Scheduler::stop() { impl_->stop(); }
+void Scheduler::drain() { impl_->drain(); }
 SchedulerMetrics Scheduler::metrics() const { return impl_->metrics(); }
 int Scheduler::n_ctx() const { return impl_->n_ctx(); }
 size_t Scheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const {

@@ -19,6 +19,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
     case FinishReason::kTimeout: return "timeout";
+    case FinishReason::kShutdown: return "shutdown";
     case FinishReason::kError: return "error";
   }
   return "?";
@@ -47,13 +48,33 @@ Job::Update Job::next(std::chrono::milliseconds timeout) {
   return u;
 }
 
+void Job::on_update(std::function<void()> fn) {
+  bool news = false;
+  {
+    std::lock_guard lk(mu_);
+    on_update_ = fn;
+    news = !text_.empty() || done_ || (started_ && !reported_start_);
+  }
+  if (news && fn) fn();
+}
+
+void Job::notify() {
+  std::function<void()> fn;
+  {
+    std::lock_guard lk(mu_);
+    fn = on_update_;
+  }
+  cv_.notify_all();
+  if (fn) fn();
+}
+
 void Job::emit(std::string_view text) {
   if (text.empty()) return;
   {
     std::lock_guard lk(mu_);
     text_ += text;
   }
-  cv_.notify_all();
+  notify();
 }
 
 void Job::set_started() {
@@ -61,7 +82,7 @@ void Job::set_started() {
     std::lock_guard lk(mu_);
     started_ = true;
   }
-  cv_.notify_all();
+  notify();
 }
 
 void Job::finish(FinishReason reason, std::string error) {
@@ -71,7 +92,7 @@ void Job::finish(FinishReason reason, std::string error) {
     reason_ = reason;
     error_ = std::move(error);
   }
-  cv_.notify_all();
+  notify();
 }
 
 // A sequence the loop thread is running.
@@ -105,6 +126,14 @@ BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer,
 
 BatchScheduler::~BatchScheduler() { stop(); }
 
+void BatchScheduler::drain() {
+  std::lock_guard lk(mu_);
+  draining_ = true;
+  for (Queued& q : queue_) q.seq->finish(FinishReason::kShutdown, "the server is shutting down");
+  queue_.clear();
+  metrics_.queued = 0;
+}
+
 void BatchScheduler::stop() {
   {
     std::lock_guard lk(mu_);
@@ -133,7 +162,7 @@ std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* 
   request.params.max_tokens = static_cast<int>(std::min<int64_t>(request.params.max_tokens, n_ctx_ - n_prompt));
   const size_t reserve = kv_bound_bytes(request.press, n_prompt, request.params.max_tokens);
   std::lock_guard lk(mu_);
-  if (stopping_) {
+  if (stopping_ || draining_) {
     *rejected = {Rejection::kShuttingDown, "the server is shutting down"};
     return nullptr;
   }
@@ -341,10 +370,10 @@ void BatchScheduler::loop() {
   }
   // Shutting down: whatever is queued or running ends now, with the text it has.
   std::lock_guard lk(mu_);
-  for (Queued& q : queue_) q.seq->finish(FinishReason::kCancelled, "the server is shutting down");
+  for (Queued& q : queue_) q.seq->finish(FinishReason::kShutdown, "the server is shutting down");
   queue_.clear();
   for (auto& r : running) {
-    if (!r->done) end(*r, FinishReason::kCancelled, "the server is shutting down");
+    if (!r->done) end(*r, FinishReason::kShutdown, "the server is shutting down");
   }
   metrics_ = {};
 }

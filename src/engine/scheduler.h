@@ -26,6 +26,7 @@ class BatchScheduler {
 
   // Stops admitting; queued requests end as cancelled, running ones stop after their current
   // step (cancelled) ... then the loop thread exits. Idempotent.
+  void drain();
   void stop();
   SchedulerMetrics metrics() const;
   int n_ctx() const { return n_ctx_; }
@@ -59,7 +60,7 @@ class BatchScheduler {
     Clock::time_point since;
   };
   std::deque<Queued> queue_;
-  bool stopping_ = false;
+  bool stopping_ = false, draining_ = false;
   SchedulerMetrics metrics_;  // guarded by mu_
   std::thread thread_;
 };

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "server/api_request.h"
+#include "server/json_body.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);

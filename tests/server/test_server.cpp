@@ -189,7 +189,7 @@ TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
   auto get_chat = c.Get(chat);
   expect_error(get_chat, 405, "GET on a POST endpoint");
   if (get_chat) {
-    EXPECT_EQ(get_chat->get_header_value("Allow"), "POST");
+    EXPECT_EQ(get_chat->get_header_value("Allow"), "POST, OPTIONS");
   }
   expect_error(c.Post("/v1/models", "{}", "application/json"), 405, "POST on a GET endpoint");
   auto ok = c.Post(chat, chat_body("Say hi.", 4).dump(), "application/json");
@@ -269,34 +269,69 @@ TEST(Server, AClientThatLeavesIsCancelledAndItsMemoryFreed) {
   EXPECT_EQ(server.stop(), 0);
 }
 
-TEST(Server, SigtermEndsInFlightRequestsAndExitsZero) {
-  ServerProcess server("");
-  json body = chat_body("Count from one to a thousand.", 4000);
-  body["stream"] = true;
-  std::promise<void> streaming;
+// A streamed completion of 4000 tokens (greedy counting goes on for half a minute) on its own
+// thread; the constructor returns at the first bytes.
+struct LongStream {
   std::string received;
-  std::thread client([&] {
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/chat/completions";
-    req.body = body.dump();
-    req.set_header("Content-Type", "application/json");
-    bool first = true;
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-      received.append(data, n);
-      if (first) streaming.set_value();
-      first = false;
-      return true;
-    };
-    server.client().send(req);
-  });
-  streaming.get_future().wait();
-  EXPECT_EQ(server.stop(SIGTERM), 0);
-  client.join();
-  EXPECT_NE(received.find("\"finish_reason\":\"length\""), std::string::npos) << received.substr(0, 2000);
-  const std::string done = "data: [DONE]\n\n";
-  EXPECT_TRUE(received.size() >= done.size() && received.compare(received.size() - done.size(), done.size(), done) == 0)
-      << received.substr(received.size() > 300 ? received.size() - 300 : 0);
+  std::promise<void> streaming;
+  std::thread client;
+
+  explicit LongStream(ServerProcess& server) {
+    const json body = {{"model", kModelId}, {"prompt", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"}, {"max_tokens", 4000},
+                       {"temperature", 0}, {"stream", true}};
+    client = std::thread([this, &server, body] {
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.body = body.dump();
+      req.set_header("Content-Type", "application/json");
+      bool first = true;
+      req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        received.append(data, n);
+        if (std::exchange(first, false)) streaming.set_value();
+        return true;
+      };
+      server.client().send(req);
+    });
+    streaming.get_future().wait();
+  }
+  ~LongStream() {
+    if (client.joinable()) client.join();
+  }
+  bool ends_with_done() const {
+    const std::string done = "data: [DONE]\n\n";
+    return received.size() >= done.size() && received.compare(received.size() - done.size(), done.size(), done) == 0;
+  }
+};
+
+TEST(Server, SigtermLetsRunningRequestsFinishUntilTheShutdownTimeoutAndRefusesNewOnes) {
+  ServerProcess server("--shutdown-timeout 3");
+  LongStream stream(server);
+  const auto t0 = std::chrono::steady_clock::now();
+  server.signal(SIGTERM);
+  std::this_thread::sleep_for(300ms);
+  auto late = server.client().Post("/v1/chat/completions", chat_body("hi", 4).dump(), "application/json");
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->status, 503) << late->body;
+  EXPECT_EQ(late->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(server.wait(10), 0);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GT(took, 1.5);  // the running request went on past the signal...
+  EXPECT_LT(took, 4.0);  // ...and the process was gone by the timeout
+  stream.client.join();
+  EXPECT_NE(stream.received.find("\"finish_reason\":\"shutdown\""), std::string::npos) << stream.received.substr(0, 2000);
+  EXPECT_TRUE(stream.ends_with_done()) << stream.received.substr(stream.received.size() > 300 ? stream.received.size() - 300 : 0);
+}
+
+TEST(Server, ASecondSignalExitsAtOnce) {
+  ServerProcess server("--shutdown-timeout 60");
+  LongStream stream(server);
+  server.signal(SIGTERM);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(server.alive());  // the running request may go on
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.stop(SIGINT, 5), 1);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
 }
 
 }  // namespace

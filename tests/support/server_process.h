@@ -62,7 +62,12 @@ class ServerProcess {
   // Sends sig and waits up to timeout_s for the exit; returns the exit status (128 + signal when
   // killed by one, -1 on timeout).
   int stop(int sig = SIGTERM, int timeout_s = 30) {
-    ::kill(pid_, sig);
+    signal(sig);
+    return wait(timeout_s);
+  }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  // Waits up to timeout_s for the exit (stop() without the signal).
+  int wait(int timeout_s) {
     for (int i = 0; i < timeout_s * 100; ++i) {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "server/api_request.h"
+#include "server/json_body.h"
 #include "server/api_response.h"
 
 namespace snapkv::server {
