@@ -25,7 +25,7 @@ std::chrono::steady_clock::duration seconds(double s) {
 Connection::Connection(net::ip::tcp::socket socket, const ConnectionLimits& limits, ConnectionOwner& owner,
                        std::shared_ptr<std::atomic<int>> open_count)
     : stream_(std::move(socket)), limits_(limits), owner_(owner), open_count_(std::move(open_count)),
-      last_write_(std::chrono::steady_clock::now()) {
+      deadline_(stream_.get_executor()), last_write_(std::chrono::steady_clock::now()) {
   ++*open_count_;
 }
 
@@ -44,12 +44,13 @@ void Connection::read_request() {
   parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body);
   reply_headers_.clear();
-  stream_.expires_after(seconds(limits_.header_timeout_s));
+  read_deadline(limits_.header_timeout_s);
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
 void Connection::on_header(beast::error_code ec) {
+  deadline_.cancel();
   if (ec) return read_failed(ec);
   const HttpRequest& req = parser_->get();
   version_ = req.version();
@@ -79,14 +80,14 @@ void Connection::on_header(beast::error_code ec) {
 }
 
 void Connection::read_body() {
-  stream_.expires_after(seconds(limits_.body_timeout_s));
+  read_deadline(limits_.body_timeout_s);
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
 }
 
 void Connection::on_body(beast::error_code ec) {
+  deadline_.cancel();
   if (ec) return read_failed(ec);
-  stream_.expires_never();
   HttpRequest req = parser_->release();
   keep_alive_ = req.keep_alive();
   in_request_ = handled_ = true;
@@ -94,16 +95,30 @@ void Connection::on_body(beast::error_code ec) {
   owner_.handle(shared_from_this(), req);
 }
 
+// A read's deadline cancels the read (the stream's own expiry would close the socket, leaving
+// no way to say 408).
+void Connection::read_deadline(double s) {
+  stream_.expires_never();
+  timed_out_ = false;
+  deadline_.expires_after(seconds(s));
+  deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec) return;
+    self->timed_out_ = true;
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);
+  });
+}
+
 void Connection::read_failed(beast::error_code ec) {
   const bool started = parser_ && parser_->got_some();
-  if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
-      ec == net::error::operation_aborted || (ec == beast::error::timeout && !started)) {
-    return close_gracefully();  // the client closed, or an idle keep-alive connection timed out
-  }
-  if (ec == beast::error::timeout) {
+  if (timed_out_ && started) {
     return fail(408, "request_timeout",
                 fmt::format("the request did not arrive in time (headers within {} s, the body within {} s)",
                             limits_.header_timeout_s, limits_.body_timeout_s));
+  }
+  if (timed_out_ || ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+      ec == net::error::operation_aborted) {
+    return close_gracefully();  // the client closed, or an idle keep-alive connection timed out
   }
   if (ec == http::error::body_limit) {
     return fail(413, "request_too_large", fmt::format("the request body is larger than the limit of {} bytes", limits_.max_body));

@@ -13,6 +13,7 @@
 //        body within body_timeout_s); an idle keep-alive connection just closes then.
 // Every handler runs on the connection's strand, so a connection needs no locks.
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
@@ -94,6 +95,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_header(boost::beast::error_code ec);
   void read_body();
   void on_body(boost::beast::error_code ec);
+  void read_deadline(double seconds);
   void read_failed(boost::beast::error_code ec);
   void fail(int status, const std::string& code, const std::string& message);
   std::string head(int status, const std::string& content_type, const Headers& headers, bool keep_alive,
@@ -111,6 +113,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionLimits limits_;
   ConnectionOwner& owner_;
   std::shared_ptr<std::atomic<int>> open_count_;
+  boost::asio::steady_timer deadline_;  // of the read in progress
+  bool timed_out_ = false;
 
   unsigned version_ = 11;  // of the current request
   bool keep_alive_ = false, in_request_ = false, chunked_ = false, gone_ = false, closed_ = false;

@@ -53,6 +53,9 @@ int serve(ServeOptions& o, const CLI::App* app) {
   if (o.http.defaults.max_tokens < 0) fail(ErrorKind::kInvalidArgument, "--max-tokens must be >= 0");
   if (!(o.http.defaults.timeout_s > 0)) fail(ErrorKind::kInvalidArgument, "--timeout must be positive");
   if (!(o.http.shutdown_timeout_s >= 0)) fail(ErrorKind::kInvalidArgument, "--shutdown-timeout must be >= 0");
+  if (!(o.http.limits.header_timeout_s > 0 && o.http.limits.body_timeout_s > 0)) {
+    fail(ErrorKind::kInvalidArgument, "--header-timeout and --body-timeout must be positive");
+  }
   if (o.http.max_connections < 1) fail(ErrorKind::kInvalidArgument, "--max-connections must be >= 1");
   o.http.limits.max_body = parse_bytes(o.max_body);
   if (!o.api_key_file.empty()) {
@@ -142,6 +145,10 @@ Action add_serve(CLI::App& app) {
   add_model_flags(app, o->model_flags);
   app.add_option("--shutdown-timeout", o->http.shutdown_timeout_s,
                  "seconds a stop waits for replies to be written before exiting")->capture_default_str();
+  app.add_option("--header-timeout", o->http.limits.header_timeout_s,
+                 "seconds a request's line and headers may take to arrive (then 408)")->capture_default_str();
+  app.add_option("--body-timeout", o->http.limits.body_timeout_s,
+                 "seconds a request's body may take to arrive (then 408)")->capture_default_str();
   app.add_option("--max-connections", o->http.max_connections, "connections open at once (then 503)")->capture_default_str();
   app.add_option("--api-key", o->http.access.api_key,
                  "require 'Authorization: Bearer KEY' on every route but /health")->envname("SNAPKV_API_KEY");
