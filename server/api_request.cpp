@@ -291,8 +291,9 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<ApiMessage>&
     ChatMessage c{m.role == "tool" && llama3 ? "ipython" : m.role, m.content};
     for (const ApiToolCall& call : m.tool_calls) {
       // The arguments are JSON when the client sends JSON; otherwise they go in as a string.
-      const json args = json::accept(call.arguments) ? json::parse(call.arguments) : json(call.arguments);
-      const json j = {{"name", call.name}, {llama3 ? "parameters" : "arguments", args}};
+      using ordered = nlohmann::ordered_json;  // "name" first, as the templates write it
+      const ordered args = ordered::accept(call.arguments) ? ordered::parse(call.arguments) : ordered(call.arguments);
+      const ordered j = {{"name", call.name}, {llama3 ? "parameters" : "arguments", args}};
       if (!c.content.empty()) c.content += "\n";
       c.content += chatml ? "<tool_call>\n" + j.dump() + "\n</tool_call>" : j.dump();
     }

@@ -151,6 +151,85 @@ TEST(ServerApi, EveryPressOptionIsAKvCompressionField) {
   }
 }
 
+TEST(ServerApi, NumbersBeyondADoubleAre400NamingTheirField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 1e400})", "temperature"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1e400})", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": 1e999}]})", "messages[1].content"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", 1e400]})", "stop[1]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": {"capacity": 2e308}})", "kv_compression.capacity"},
+  };
+  for (const auto& [body, param] : cases) {
+    const ApiError e = error_of(body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, param) << body << ": " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ServerApi, SamplingFieldsLeftOutTakeTheServersDefaultsAndEachRequestItsOwnSeed) {
+  RequestDefaults d = defaults();
+  d.sampling = SamplingParams{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  const auto parse = [&](const char* body) { return parse_request(parse_json_body(body), false, d).params.sampling; };
+  const SamplingParams a = parse(R"({"prompt": "x"})"), b = parse(R"({"prompt": "x"})");
+  EXPECT_FLOAT_EQ(a.temperature, 0.8f);
+  EXPECT_EQ(a.top_k, 40);
+  EXPECT_FLOAT_EQ(a.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(a.min_p, 0.05f);
+  EXPECT_NE(a.seed, b.seed);  // a 64-bit draw each: equal with probability 2^-64
+  const SamplingParams c = parse(R"({"prompt": "x", "temperature": 0, "top_k": 0, "seed": 9})");
+  EXPECT_FLOAT_EQ(c.temperature, 0.f);
+  EXPECT_EQ(c.top_k, 0);
+  EXPECT_FLOAT_EQ(c.top_p, 0.95f);
+  EXPECT_EQ(c.seed, 9u);
+}
+
+TEST(ServerApi, FieldsThatWouldChangeTheAnswerAreRefusedNotIgnored) {
+  const std::string head = R"({"messages": [{"role": "user", "content": "x"}], )";
+  for (const auto& [tail, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"("logprobs": true})", "logprobs"},
+           {R"("top_logprobs": 3})", "top_logprobs"},
+           {R"("tools": [{"type": "function", "function": {"name": "f"}}]})", "tools"},
+           {R"("tool_choice": "required"})", "tool_choice"},
+           {R"("functions": []})", "functions"},
+           {R"("response_format": {"type": "json_object"}})", "response_format"}}) {
+    const ApiError e = error_of(head + tail);
+    EXPECT_EQ(e.status, 400) << tail;
+    EXPECT_EQ(e.param, param) << tail;
+    EXPECT_EQ(e.code, "unsupported_parameter") << tail;
+  }
+  // Inert values pass.
+  parse_request(parse_json_body(head + R"("logprobs": false, "tools": [], "tool_choice": "none",
+                                          "response_format": {"type": "text"}})"), true, defaults());
+}
+
+TEST(ServerApi, ToolCallsAndResultsRenderWhereTheTemplateHasAPlace) {
+  const ApiRequest r = parse_request(parse_json_body(R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "18 C"}]})"), true, defaults());
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "weather");
+  const std::string chatml = render_chat(ChatTemplate{ChatTemplateKind::kChatML, std::nullopt}, r.messages);
+  EXPECT_NE(chatml.find("<|im_start|>assistant\n<tool_call>\n{\"name\":\"weather\",\"arguments\":{\"city\":\"Paris\"}}\n</tool_call><|im_end|>"),
+            std::string::npos) << chatml;
+  EXPECT_NE(chatml.find("<|im_start|>tool\n18 C<|im_end|>"), std::string::npos) << chatml;
+  const std::string llama3 = render_chat(ChatTemplate{ChatTemplateKind::kLlama3, std::nullopt}, r.messages);
+  EXPECT_NE(llama3.find("{\"name\":\"weather\",\"parameters\":{\"city\":\"Paris\"}}"), std::string::npos) << llama3;
+  EXPECT_NE(llama3.find("<|start_header_id|>ipython<|end_header_id|>\n\n18 C<|eot_id|>"), std::string::npos) << llama3;
+  try {
+    render_chat(ChatTemplate{ChatTemplateKind::kMistral, std::nullopt}, r.messages);
+    ADD_FAILURE() << "Mistral rendered a tool call";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages[1].tool_calls");
+  }
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": null}]})").param, "messages[0].content");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})").param, "messages[0].tool_calls");
+}
+
 TEST(ServerApi, ErrorBodyHasOpenAiShape) {
   const json body = error_body(ApiError(429, "server_busy", "", "queue_full", "busy"));
   EXPECT_EQ(body["error"]["message"], "busy");
