@@ -88,7 +88,9 @@ def plan_requests(args, corpus: str, client: int) -> list[Planned]:
         start = corpus.find(" ", start) + 1  # whole words
         excerpt = corpus[start:start + n_chars].rsplit(" ", 1)[0]
         chat, stream = rng.random() < 0.5, rng.random() < 0.5
-        body: dict = {"max_tokens": args.max_tokens, "temperature": 0.7, "seed": rng.randrange(1 << 31)}
+        # Every sampling field given, so that servers with other defaults generate the same tokens.
+        body: dict = {"max_tokens": args.max_tokens, "temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+                      "repeat_penalty": 1.0, "seed": rng.randrange(1 << 31)}
         if chat:
             body["messages"] = [{"role": "user", "content": excerpt + "\n\nIn one sentence, what is this text about?"}]
         else:

@@ -107,7 +107,9 @@ class LongEvalLinesSuite : public Suite {
     }
     if (ec || files.empty()) fail(ErrorKind::kBadFile, "{}: no LongEval test cases (*_lines.jsonl)", dir.string());
     std::sort(files.begin(), files.end());
-    for (const auto& [n_lines, path] : files) {
+    for (const auto& file : files) {
+      const int n_lines = file.first;  // a plain variable: lambdas cannot capture structured bindings in C++20
+      const fs::path& path = file.second;
       int index = -1, taken = 0;
       bool longer = false;  // the first case of this file does not fit: nor will the next files'
       for_each_jsonl(path, [&](const nlohmann::json& r, const std::string& where) {
