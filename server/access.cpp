@@ -8,12 +8,14 @@ namespace snapkv::server {
 
 namespace {
 
-// The host part of a Host header: "[::1]:8080" -> "::1", "localhost:80" -> "localhost".
+// The host part of a Host header or an address: "[::1]:8080" -> "::1", "localhost:80" ->
+// "localhost", "::1" (a bare IPv6 address, as --host takes it) -> "::1".
 std::string host_name(const std::string& host) {
   if (!host.empty() && host[0] == '[') {
     const size_t end = host.find(']');
     return end == std::string::npos ? host : host.substr(1, end - 1);
   }
+  if (std::count(host.begin(), host.end(), ':') > 1) return host;
   return host.substr(0, host.find(':'));
 }
 

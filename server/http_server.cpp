@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/http/field.hpp>
@@ -73,12 +73,15 @@ HttpServer::~HttpServer() = default;
 
 int HttpServer::bind() {
   boost::system::error_code ec;
-  const net::ip::address address = net::ip::make_address(opt_.host, ec);
   const auto cannot = [&](const std::string& why) {
     return Error(ErrorKind::kInvalidArgument, fmt::format("cannot listen on {}:{} ({})", opt_.host, opt_.port, why));
   };
-  if (ec) throw cannot("not an IP address");
-  const net::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(opt_.port));
+  // An address, or a name such as localhost (its first address).
+  net::ip::tcp::resolver resolver(ioc_);
+  const auto found = resolver.resolve(opt_.host, std::to_string(opt_.port),
+                                      net::ip::tcp::resolver::passive | net::ip::tcp::resolver::numeric_service, ec);
+  if (ec || found.empty()) throw cannot(ec ? ec.message() : "no address");
+  const net::ip::tcp::endpoint endpoint = found.begin()->endpoint();
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
@@ -249,7 +252,11 @@ void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) 
       return c->reply(std::move(r));
     }
   }
-  route->run(*this, c, req, path);
+  try {
+    route->run(*this, c, req, path);
+  } catch (const std::exception& e) {  // a bug of ours: the client gets a 500, the server goes on
+    c->reply(error_reply(500, "internal_error", fmt::format("internal error while answering {} {}", method_name(req.method()), path)));
+  }
 }
 
 void HttpServer::completion(const std::shared_ptr<Connection>& c, const HttpRequest& req, bool chat) {

@@ -7,7 +7,7 @@ namespace snapkv::server {
 namespace {
 
 TEST(ServerAccess, LoopbackHostNames) {
-  for (const char* host : {"localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:80", "[::1]:8080", "[::1]", "app.localhost"}) {
+  for (const char* host : {"localhost", "LOCALHOST:8080", "127.0.0.1", "127.1.2.3:80", "[::1]:8080", "[::1]", "::1", "app.localhost"}) {
     EXPECT_TRUE(is_loopback_host(host)) << host;
   }
   for (const char* host : {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "128.0.0.1", "localhost.evil",
