@@ -50,6 +50,7 @@ void Connection::read_request() {
 }
 
 void Connection::on_header(beast::error_code ec) {
+  ++read_number_;
   deadline_.cancel();
   if (ec) return read_failed(ec);
   const HttpRequest& req = parser_->get();
@@ -86,6 +87,7 @@ void Connection::read_body() {
 }
 
 void Connection::on_body(beast::error_code ec) {
+  ++read_number_;
   deadline_.cancel();
   if (ec) return read_failed(ec);
   HttpRequest req = parser_->release();
@@ -100,9 +102,10 @@ void Connection::on_body(beast::error_code ec) {
 void Connection::read_deadline(double s) {
   stream_.expires_never();
   timed_out_ = false;
+  const unsigned read = ++read_number_;
   deadline_.expires_after(seconds(s));
-  deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec) return;
+  deadline_.async_wait([self = shared_from_this(), read](beast::error_code ec) {
+    if (ec || read != self->read_number_) return;  // cancelled, or fired just after its read ended
     self->timed_out_ = true;
     beast::error_code ignored;
     self->stream_.socket().cancel(ignored);

@@ -114,6 +114,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionOwner& owner_;
   std::shared_ptr<std::atomic<int>> open_count_;
   boost::asio::steady_timer deadline_;  // of the read in progress
+  unsigned read_number_ = 0;            // which read the deadline belongs to
   bool timed_out_ = false;
 
   unsigned version_ = 11;  // of the current request

@@ -18,22 +18,18 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from snapkv_server import SnapkvServer  # noqa: E402
+
+from checks import Checks, expect  # noqa: E402  (tests/server/checks.py)
 
 MAX_BODY = 1 << 20
 HEADER_TIMEOUT_S = 2
 BODY_TIMEOUT_S = 3
 RSS_SLACK = 24 << 20  # what RSS may stay above its idle level after an attack
 CHAT = "/v1/chat/completions"
-
-
-def expect(cond: bool, message: str):
-    if not cond:
-        raise AssertionError(message)
 
 
 class Response:
@@ -133,23 +129,6 @@ def error_of(r: Response, status: int, what: str) -> dict:
     e = r.json().get("error")
     expect(isinstance(e, dict) and e.get("message"), f"{what}: no OpenAI error body: {r.body[:200]!r}")
     return e
-
-
-class Checks:
-    def __init__(self):
-        self.failed: list[str] = []
-        self.passed = 0
-
-    def run(self, name: str, fn):
-        t0 = time.monotonic()
-        try:
-            detail = fn()
-            self.passed += 1
-            print(f"PASS {name} ({time.monotonic() - t0:.1f}s){': ' + detail if detail else ''}", flush=True)
-        except Exception as e:  # noqa: BLE001 — every failure is reported, then the next check runs
-            self.failed.append(name)
-            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-            traceback.print_exc(limit=3, file=sys.stdout)
 
 
 class Hostile:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import atexit
 import re
 import sys
-import time
-import traceback
 from pathlib import Path
 
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from snapkv_server import SnapkvServer  # noqa: E402
+
+from checks import Checks, expect  # noqa: E402  (tests/server/checks.py)
 
 STARTUP_TIMEOUT_S = 60
 SHUTDOWN_TIMEOUT_S = 30
@@ -34,28 +34,6 @@ LONG_DOC = " ".join(
         [(w, d) for w in ("apples", "copper", "paper", "salt", "wool") for d in ("Monday", "Thursday", "week", "month")]
     )
 )
-
-
-class Checks:
-    def __init__(self):
-        self.failed: list[str] = []
-        self.passed = 0
-
-    def run(self, name: str, fn):
-        t0 = time.monotonic()
-        try:
-            detail = fn()
-            self.passed += 1
-            print(f"PASS {name} ({time.monotonic() - t0:.1f}s){': ' + detail if detail else ''}", flush=True)
-        except Exception as e:  # noqa: BLE001 — every failure is reported, then the next check runs
-            self.failed.append(name)
-            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-            traceback.print_exc(limit=3, file=sys.stdout)
-
-
-def expect(cond: bool, message: str):
-    if not cond:
-        raise AssertionError(message)
 
 
 def extra(obj, key):
