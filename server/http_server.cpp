@@ -165,9 +165,8 @@ Reply HttpServer::api_error(const std::string& endpoint, const ApiError& e, int 
   return r;
 }
 
-Reply HttpServer::model_object(const std::string& id) {
-  return make_reply(200, dump_json(json{{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "snapkv"},
-                                        {"context_length", scheduler_.n_ctx()}}));
+json HttpServer::model_object(const std::string& id) const {
+  return json{{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "snapkv"}, {"context_length", scheduler_.n_ctx()}};
 }
 
 void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) {
@@ -188,7 +187,7 @@ void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) 
        [](HttpServer& s, auto& conn, auto&, auto&) {
          s.metrics_.count_request("/v1/models", 200);
          conn->reply(make_reply(200, dump_json(json{{"object", "list"},
-                                                    {"data", json::array({json::parse(s.model_object(s.opt_.defaults.model_id).body)})}})));
+                                                    {"data", json::array({s.model_object(s.opt_.defaults.model_id)})}})));
        }},
       {"/v1/models/", true, http::verb::get, false,
        [](HttpServer& s, auto& conn, auto&, const std::string& path) {
@@ -199,7 +198,7 @@ void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) 
                                                                              id, s.opt_.defaults.model_id))));
          }
          s.metrics_.count_request("/v1/models", 200);
-         conn->reply(s.model_object(id));
+         conn->reply(make_reply(200, dump_json(s.model_object(id))));
        }},
       {"/v1/chat/completions", false, http::verb::post, false,
        [](HttpServer& s, auto& conn, auto& r, auto&) { s.completion(conn, r, true); }},

@@ -61,7 +61,7 @@ class HttpServer : private ConnectionOwner {
   void request_done() override;
   Reply api_error(const std::string& endpoint, const ApiError& e, int retry_after_s = 0);
   void completion(const std::shared_ptr<Connection>& c, const HttpRequest& req, bool chat);
-  Reply model_object(const std::string& id);
+  nlohmann::json model_object(const std::string& id) const;
   void stop_if_drained();
 
   Scheduler& scheduler_;
