@@ -1,49 +1,57 @@
 #!/usr/bin/env python3
-"""Decode throughput of `snapkv serve` against llama.cpp's server, side by side in one run.
+"""Decode throughput of `snapkv serve` against llama.cpp's servers, side by side in one run.
 
 Contenders (one server process each, all started by this script, on the same model, threads and
 context, measured one after the other, order rotated):
-  snapkv-full     `snapkv serve --kv-press full`
-  snapkv-C1024    `snapkv serve --kv-press snapkv --kv-capacity 1024`
-  llama.cpp       llama-cpp-python's server (`python -m llama_cpp.server`, full f16 cache; llama.cpp
-                  has no KV compression). It serves ONE request at a time (a lock around the model),
-                  so its batch-B figures are B requests queued and served one after another.
+  snapkv-full       `snapkv serve --kv-press full`
+  snapkv-C1024      `snapkv serve --kv-press snapkv --kv-capacity 1024`
+  llama-server      llama.cpp's own server, built natively (scripts/build_llamacpp.sh), full f16
+                    cache (llama.cpp has no KV compression), one slot per concurrent request
+                    (`-np` = the largest batch, `-c` = --ctx per slot), continuous batching: the peer
+  llama-cpp-python  llama-cpp-python's server (`python -m llama_cpp.server`, --llama-python), what
+                    pip installs. It serves ONE request at a time (a lock around the model), so its
+                    batch-B figures are B requests queued and served one after another.
 
 For each batch size B (default 1, 4, 8) and repetition, B different ~7K-token prompts (Paul Graham
 essays, cut at deterministic, distinct offsets, so llama.cpp cannot reuse a cached prompt prefix)
 are sent at once with max_tokens = 1 + N (temperature 0, streaming). Decode throughput must not
-include the prefill, so the prefill time of the run is taken out:
+include the prefill. Two measures, both reported:
 
-  aggregate decode tok/s = (sum of completion tokens - B) / (wall - prefill time)
+  decode tok/s     the steady window, the same black-box measure for every server: from the moment
+                   the last of the B requests streams its first token (every prefill is done) to the
+                   moment the first one streams its last; tokens streamed by all B requests inside
+                   the window / its length. With B = 1 it is (tokens - 1) / (last - first token). A
+                   server that runs one request at a time has no such window at B > 1: there the
+                   sum of each request's first-to-last-token spans is its decode time.
+  timers tok/s     snapkv only: (sum of completion tokens - B) / (wall - prefill time), the prefill
+                   time from the server's own accounting (/metrics snapkv_prefill_seconds_total).
+                   It counts the steps where fewer than B sequences decode too.
 
 The first token of each request is sampled from the prefill's logits (no decode step), hence "- B".
-The prefill time comes from (--method timers, the default):
-  snapkv     the server's own accounting (/metrics snapkv_prefill_seconds_total, before and after);
-  llama.cpp  the client: it serves one request at a time, so a request's decode is exactly the span
-             from its first streamed token to its last, and wall - prefill = sum of those spans.
---method subtract (or both) adds the black-box recipe: a second run of B other prompts of the same
-length with max_tokens = 1 ("prefill only") and decode tok/s = (sum completion - B) /
+--method subtract (or both) adds a third, black-box recipe: a second run of B other prompts of the
+same length with max_tokens = 1 ("prefill only") and decode tok/s = (sum completion - B) /
 (wall(run with N) - wall(prefill-only run)). It doubles the prefill work, and at B = 8 its result is
-the difference of two ~6-minute walls, so machine noise weighs far more than with the timers.
+the difference of two ~6-minute walls, so machine noise weighs far more than with the window.
 
 Also reported: engine decode tok/s (snapkv: /metrics snapkv_decode_seconds_total, the time of the
 batched decode steps only), the mean number of sequences per decode step (snapkv: tokens fed to
-decode steps / steps; 1 for llama.cpp by construction; snapkv's scheduler lets the B prefills take
-turns, so they end together and the B sequences decode in one batch: this column says how much
-batching really happened), prefill seconds per prompt, per-request
-latency, the server-reported decode_seconds (snapkv usage), KV bytes per sequence. Figures are
-medians over --reps runs (--reps-batched for B > 1: every B = 8 run costs 8 prefills of 7K tokens,
-~6 minutes per snapkv contender on 2 cores). Before each measurement the script waits until no
-other process uses the CPU (up to --quiet-timeout); a measurement during which other processes
-took more than --max-foreign-cpu cores is run again with fresh prompts (up to --max-retries), then
-kept and marked "busy!".
+decode steps / steps; 1 for llama-cpp-python by construction; not known for llama-server), prefill
+seconds per prompt (snapkv: its timers; llama.cpp: the time until the last request's first token,
+over B), per-request latency, the server-reported decode_seconds (snapkv usage), KV bytes per
+sequence. Figures are medians over --reps runs (--reps-batched for B > 1: every B = 8 run costs 8
+prefills of 7K tokens, ~6 minutes per snapkv contender on 2 cores). Before each measurement the
+script waits until no other process uses the CPU (up to --quiet-timeout); a measurement during which
+other processes took more than --max-foreign-cpu cores is run again with fresh prompts (up to
+--max-retries), then kept and marked "busy!".
 
-  python3 bench/scripts/bench_server.py --llama-python tools/reference/.venv/bin/python   # ~30 min, 2 cores
-  python3 bench/scripts/bench_server.py --quick --llama-python tools/reference/.venv/bin/python   # ~6 min, 2K prompts
-  bash scripts/setup_llamacpp_server_venv.sh   # fresh machine: a venv with llama-cpp-python[server]
+  bash scripts/build_llamacpp.sh              # once: native llama.cpp tools, 10+ minutes on 2 cores
+  python3 bench/scripts/bench_server.py       # ~45 min on 2 cores
+  python3 bench/scripts/bench_server.py --quick   # ~6 min, 2K prompts
+  bash scripts/setup_llamacpp_server_venv.sh  # for the llama-cpp-python contender (--llama-python)
 
-Standard library only; llama.cpp's tokenizer (in the --llama-python environment) cuts every prompt
-to exactly --prompt-tokens tokens (without it: ~4.2 characters per token, actual counts reported).
+Standard library only. llama.cpp's tokenizer (llama-server's /tokenize, else the --llama-python
+environment's) cuts every prompt to exactly --prompt-tokens tokens (without either: ~4.2 characters
+per token, actual counts reported).
 """
 from __future__ import annotations
 
@@ -71,7 +79,8 @@ sys.path.insert(0, str(ROOT / "scripts"))  # snapkv_server.py, shared with scrip
 
 from snapkv_server import SnapkvServer  # noqa: E402
 CHARS_PER_TOKEN = 4.2
-LLAMA = "llama.cpp"
+LLAMA_SERVER = "llama-server"
+LLAMA_PYTHON = "llama-cpp-python"
 STOP = threading.Event()  # set by SIGTERM / SIGINT
 
 
@@ -199,8 +208,40 @@ json.dump(out, sys.stdout)
 """
 
 
-def make_prompts(args, corpus: str, n: int, seed: int) -> list[tuple[str, int | None]]:
+def http_post(port: int, path: str, body: dict, timeout: float = 60) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def cut_with_llama_server(port: int, texts: list[str], want: int) -> list[tuple[str, int]]:
+    """The TOKENIZE_SRC recipe over llama-server's /tokenize and /detokenize."""
+    def ids(text: str, special: bool) -> list:
+        return http_post(port, "/tokenize", {"content": text, "add_special": special})["tokens"]
+
+    n_bos = len(ids("x", True)) - len(ids("x", False))
+    out = []
+    for text in texts:
+        toks = ids(text, False)
+        if len(toks) < want:
+            raise SystemExit(f"an excerpt has only {len(toks)} tokens, {want} wanted")
+        keep = want - n_bos
+        while True:
+            t = http_post(port, "/detokenize", {"tokens": toks[:keep]})["content"]
+            n = len(ids(t, True))
+            if n <= want or keep <= 0:
+                break
+            keep -= n - want
+        out.append((t, n))
+    return out
+
+
+def make_prompts(args, corpus: str, n: int, seed: int, llama_server_port: int | None) -> list[tuple[str, int | None]]:
     """n prompts of --prompt-tokens tokens: (text, tokens by llama.cpp's tokenizer or None)."""
+    if llama_server_port:
+        texts = excerpts(corpus, n, int(args.prompt_tokens * CHARS_PER_TOKEN * 1.3) + 200, seed)
+        return cut_with_llama_server(llama_server_port, texts, args.prompt_tokens)
     if args.llama_python:
         texts = excerpts(corpus, n, int(args.prompt_tokens * CHARS_PER_TOKEN * 1.3) + 200, seed)
         r = subprocess.run([args.llama_python, "-c", TOKENIZE_SRC], input=json.dumps(
@@ -271,6 +312,8 @@ class Contender:
             # the last of 8 queued 7K prompts finishes after ~6 minutes: above the server's default
             # request timeout (600 s) with a slower machine
             b.update({"stream_options": {"include_usage": True}, "timeout": self.request_timeout})
+        elif self.name == LLAMA_SERVER:
+            b["stream_options"] = {"include_usage": True}
         else:
             # llama-cpp-python's request defaults differ from OpenAI's (repeat_penalty 1.1, top_k 40,
             # ...): with temperature 0 it samples greedily; the penalty would still cost time.
@@ -312,6 +355,7 @@ class Req:
     t_last: float | None = None    # last streamed chunk with text or a finish reason
     t_end: float = 0.0
     chunks: int = 0
+    stamps: list = field(default_factory=list)  # when each chunk with text arrived
     finish: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int = 0
@@ -352,7 +396,9 @@ def send(c: Contender, prompt: str, max_tokens: int, timeout: float, t0: float) 
                     r.t_first = now
                 if ch.get("text") or ch.get("finish_reason"):
                     r.t_last = now
-                    r.chunks += 1 if ch.get("text") else 0
+                    if ch.get("text"):
+                        r.chunks += 1
+                        r.stamps.append(now)
                 r.finish = ch.get("finish_reason") or r.finish
         if not done:
             r.error = "stream ended without [DONE]"
@@ -369,6 +415,17 @@ def send(c: Contender, prompt: str, max_tokens: int, timeout: float, t0: float) 
     else:  # llama-cpp-python streams no usage; one chunk per token unless a UTF-8 sequence spans two
         r.completion_tokens, r.completion_exact = r.chunks, False
     return r
+
+
+def steady_window(reqs: list[Req]) -> tuple[int, float] | None:
+    """(tokens, seconds) streamed by all requests while every one of them was decoding: after the
+    last first token, up to the first last token; None when the requests never decoded together."""
+    if not all(r.stamps for r in reqs):
+        return None
+    start, end = max(r.stamps[0] for r in reqs), min(r.stamps[-1] for r in reqs)
+    if end <= start:
+        return None
+    return sum(1 for r in reqs for t in r.stamps if start < t <= end), end - start
 
 
 def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: int, args, exclude: set[int]) -> dict:
@@ -419,6 +476,7 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
     out["latency_s"] = [r.t_end - r.t_send for r in reqs]
     out["ttft_s"] = [(r.t_first or r.t_end) - r.t_send for r in reqs]
     fed = total - B  # tokens that went through a decode step
+    window = steady_window(reqs)
     if c.is_snapkv:
         d = {k: m1.get(k, 0.0) - m0.get(k, 0.0) for k in (
             "snapkv_prefill_seconds_total", "snapkv_decode_seconds_total", "snapkv_decode_steps_total",
@@ -426,7 +484,7 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
         out["metrics_delta"] = d
         prefill = d["snapkv_prefill_seconds_total"]
         out["prefill_s"] = prefill
-        out["decode_s"] = wall - prefill
+        out["timers_decode_tok_s"] = fed / (wall - prefill) if wall > prefill else None
         out["engine_decode_s"] = d["snapkv_decode_seconds_total"]
         out["mean_decode_batch"] = fed / d["snapkv_decode_steps_total"] if d["snapkv_decode_steps_total"] else None
         out["server_decode_seconds"] = [r.usage.get("decode_seconds") for r in reqs]
@@ -437,17 +495,22 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
             out.setdefault("notes", []).append(
                 f"/metrics counted {d['snapkv_generated_tokens_total']:.0f} generated tokens, usage {total}")
     else:
-        spans = [(r.t_last or r.t_end) - (r.t_first or r.t_end) for r in reqs]
-        out["decode_s"] = sum(spans)
-        out["prefill_s"] = wall - out["decode_s"]
+        out["prefill_s"] = max((r.t_first or r.t_end) for r in reqs)  # until every prefill is done
         out["engine_decode_s"] = None
+        out["mean_decode_batch"] = None
+    if c.name == LLAMA_PYTHON:
         out["mean_decode_batch"] = 1.0
+        if window is None:  # one request at a time: each decodes alone from its first token to its last
+            spans = [(r.t_last or r.t_end) - (r.t_first or r.t_end) for r in reqs]
+            window = (sum(r.chunks - 1 for r in reqs), sum(spans))
+        out["prefill_s"] = wall - window[1]
         # llama-cpp-python logs "N prefix-match hit" when it reuses the cache of the previous prompt
         hits = re.findall(r"(\d+) prefix-match hit", c.log_text()[log_before:])
         out["prefix_match_tokens"] = [int(h) for h in hits]
         if any(int(h) > 16 for h in hits):
             out.setdefault("notes", []).append(f"llama.cpp reused cached prompt prefixes: {hits}")
-    out["decode_tok_s"] = fed / out["decode_s"] if out["decode_s"] > 0 else None
+    out["window_tokens"], out["window_s"] = window or (None, None)
+    out["decode_tok_s"] = window[0] / window[1] if window and window[1] > 0 else None
     out["engine_decode_tok_s"] = fed / out["engine_decode_s"] if out.get("engine_decode_s") else None
     out["prefill_s_per_prompt"] = out["prefill_s"] / B
     return out
@@ -476,11 +539,22 @@ def build_contenders(args) -> list[Contender]:
     if "snapkv-C" in names:
         out.append(Contender(f"snapkv-C{args.capacity}", "snapkv",
                              common + ["--kv-press", "snapkv", "--kv-capacity", str(args.capacity)]))
-    if LLAMA in names:
+    if LLAMA_SERVER in names:
+        if not Path(args.llama_server).is_file():
+            raise SystemExit(f"{args.llama_server}: not found; bash scripts/build_llamacpp.sh builds it "
+                             f"(or --contenders without {LLAMA_SERVER})")
+        slots = max(args.batches)
+        out.append(Contender(LLAMA_SERVER, "llamacpp", [
+            args.llama_server, "--model", args.model, "--host", "127.0.0.1", "--port", "{PORT}",
+            "--threads", str(args.threads), "--threads-batch", str(args.threads),
+            # one slot per concurrent request, each with --ctx positions (the slots share one cache)
+            "--parallel", str(slots), "--ctx-size", str(args.ctx * slots), "--cont-batching",
+            "--flash-attn", args.llama_flash_attn, "--no-webui"] + args.llama_server_arg))
+    if LLAMA_PYTHON in names:
         if not args.llama_python:
-            raise SystemExit("llama.cpp needs --llama-python (a python with llama-cpp-python[server]); "
-                             "see scripts/setup_llamacpp_server_venv.sh, or --contenders without llama.cpp")
-        out.append(Contender(LLAMA, "llamacpp", [
+            raise SystemExit(f"{LLAMA_PYTHON} needs --llama-python (a python with llama-cpp-python[server]); "
+                             f"see scripts/setup_llamacpp_server_venv.sh, or --contenders without {LLAMA_PYTHON}")
+        out.append(Contender(LLAMA_PYTHON, "llamacpp", [
             args.llama_python, "-m", "llama_cpp.server", "--model", args.model, "--host", "127.0.0.1",
             "--port", "{PORT}", "--n_ctx", str(args.ctx), "--n_batch", "512", "--n_ubatch", "512",
             "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
@@ -502,8 +576,11 @@ def main() -> int:
                     help="data directory with niah_paulgraham/ (default: $SNAPKV_DATA, then ../shared/data)")
     ap.add_argument("--llama-python", default=None,
                     help="python of a venv with llama-cpp-python[server] (e.g. tools/reference/.venv/bin/python)")
-    ap.add_argument("--contenders", default=f"snapkv-full,snapkv-C,{LLAMA}",
-                    help="comma-separated subset of snapkv-full, snapkv-C (SnapKV at --capacity), llama.cpp")
+    ap.add_argument("--contenders", default=f"snapkv-full,snapkv-C,{LLAMA_SERVER}",
+                    help=f"comma-separated subset of snapkv-full, snapkv-C (SnapKV at --capacity), {LLAMA_SERVER}, "
+                         f"{LLAMA_PYTHON}")
+    ap.add_argument("--llama-server", default=str(Path.home() / ".cache/snapkv/llamacpp-0.3.36/bin/llama-server"),
+                    help="native llama-server (scripts/build_llamacpp.sh; default: its cache)")
     ap.add_argument("--capacity", type=int, default=1024, help="SnapKV entries per layer and KV head")
     ap.add_argument("--batches", default="1,4,8", help="concurrent requests per measurement")
     ap.add_argument("--prompt-tokens", type=int, default=None, help="tokens per prompt (default 7000; --quick 2000)")
@@ -522,6 +599,7 @@ def main() -> int:
                     help="llama.cpp flash attention (on: what llama.cpp's own -fa auto picks on a CPU)")
     ap.add_argument("--snapkv-arg", action="append", default=[], help="extra argument for snapkv serve (repeatable)")
     ap.add_argument("--llama-arg", action="append", default=[], help="extra argument for llama_cpp.server (repeatable)")
+    ap.add_argument("--llama-server-arg", action="append", default=[], help="extra argument for llama-server (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quiet-timeout", type=float, default=900,
                     help="seconds to wait for other processes to leave the CPU before each measurement")
@@ -556,17 +634,7 @@ def main() -> int:
             if rep < (args.reps if b == 1 else args.reps_batched):
                 for k in kinds:
                     plan.append((rep, b, k))
-    n_prompts = sum(b for _, b, _ in plan)
-    n_spares = 2 * max(args.batches) + 1 if args.max_retries else 0
-    log(f"preparing {n_prompts} + {n_spares} spare prompts of {args.prompt_tokens} tokens")
-    pool = make_prompts(args, corpus, n_prompts + n_spares, args.seed)
-    prompts, i = {}, 0
-    for key in plan:
-        prompts[key] = pool[i:i + key[1]]
-        i += key[1]
-    spares, spare_at = pool[i:], 0
     discarded: list[dict] = []
-
     contenders = build_contenders(args)
 
     def stop_soon(signum, frame):  # SIGTERM / SIGINT: finish with what has been measured, stop the servers
@@ -593,6 +661,16 @@ def main() -> int:
             report["servers"][c.name] = " ".join(c.cmd)
             log(f"{c.name}: port {c.port}: {' '.join(c.cmd)}")
         exclude |= {p.pid for p in map(lambda c: c.proc, contenders)}
+        n_prompts = sum(b for _, b, _ in plan)
+        n_spares = 2 * max(args.batches) + 1 if args.max_retries else 0
+        log(f"preparing {n_prompts} + {n_spares} spare prompts of {args.prompt_tokens} tokens")
+        tokenizer = next((c.port for c in contenders if c.name == LLAMA_SERVER), None)
+        pool = make_prompts(args, corpus, n_prompts + n_spares, args.seed, tokenizer)
+        prompts, i = {}, 0
+        for key in plan:
+            prompts[key] = pool[i:i + key[1]]
+            i += key[1]
+        spares, spare_at = pool[i:], 0
         for c in contenders:  # warm-up: page in the weights, start the threads
             wp = excerpts(corpus, 1, 400, args.seed + 999)[0]
             r = send(c, wp, 4, args.request_timeout, time.monotonic())
@@ -629,7 +707,8 @@ def main() -> int:
                     break
                 if "errors" not in res:
                     log(f"    wall {res['wall_s']:.1f} s, prefill {res['prefill_s']:.1f} s, "
-                        f"decode {fmt(res['decode_tok_s'])} tok/s (engine {fmt(res['engine_decode_tok_s'])}), "
+                        f"decode {fmt(res['decode_tok_s'])} tok/s (timers {fmt(res.get('timers_decode_tok_s'))}, "
+                        f"engine {fmt(res['engine_decode_tok_s'])}), "
                         f"mean decode batch {fmt(res['mean_decode_batch'], '.2f')}, completion {res['completion_tokens']}"
                         + (f", notes: {res['notes']}" if res.get("notes") else ""))
             log(f"    elapsed {time.monotonic() - t_start:.0f} s")
@@ -669,6 +748,7 @@ def summarize(args, contenders: list[Contender], results: list[dict]) -> list[di
             row = {"batch": b, "contender": c.name, "runs": len(gen),
                    "decode_tok_s": med([r["decode_tok_s"] for r in gen]),
                    "decode_tok_s_runs": [r["decode_tok_s"] for r in gen],
+                   "timers_decode_tok_s": med([r.get("timers_decode_tok_s") for r in gen]),
                    "engine_decode_tok_s": med([r["engine_decode_tok_s"] for r in gen]),
                    "mean_decode_batch": med([r["mean_decode_batch"] for r in gen]),
                    "prefill_s_per_prompt": med([r["prefill_s_per_prompt"] for r in gen]),
@@ -687,10 +767,10 @@ def summarize(args, contenders: list[Contender], results: list[dict]) -> list[di
             rows.append(row)
     for row in rows:
         same = {r["contender"]: r for r in rows if r["batch"] == row["batch"]}
-        ref, full = same.get(LLAMA), same.get("snapkv-full")
+        ref, full = same.get(LLAMA_SERVER) or same.get(LLAMA_PYTHON), same.get("snapkv-full")
         ratio = lambda a, z: a / z if a and z else None  # noqa: E731
         row["vs_llama_cpp"] = ratio(row["decode_tok_s"], ref and ref["decode_tok_s"])
-        row["vs_full"] = ratio(row["decode_tok_s"], full and full["decode_tok_s"]) if row["contender"] != LLAMA else None
+        row["vs_full"] = ratio(row["decode_tok_s"], full and full["decode_tok_s"]) if row["contender"].startswith("snapkv") else None
     return rows
 
 
@@ -700,7 +780,8 @@ def print_table(args, rows: list[dict], report: dict):
     print(f"\nDecode throughput, {pt:.0f}-token prompts, "
           f"max_tokens 1+{args.new_tokens}, temperature 0, {args.threads} threads, {report['cpu']} "
           f"({report['n_cpus']} CPUs); medians of {args.reps} runs at batch 1, {args.reps_batched} at batch > 1\n")
-    head = ["batch", "contender", "decode tok/s", "vs llama.cpp", "vs full"]
+    peer = LLAMA_SERVER if LLAMA_SERVER in args.contenders else LLAMA_PYTHON
+    head = ["batch", "contender", "decode tok/s", f"vs {peer}", "vs full", "timers tok/s"]
     if subtract:
         head.append("decode tok/s (subtract)")
     head += ["engine decode tok/s", "seqs per decode step", "prefill s/prompt", "latency s", "KV MiB/seq"]
@@ -710,15 +791,15 @@ def print_table(args, rows: list[dict], report: dict):
         if not r["runs"]:
             continue
         cells = [str(r["batch"]), r["contender"] + (" (busy!)" if r["busy"] else ""), fmt(r["decode_tok_s"]),
-                 fmt(r["vs_llama_cpp"], ".2f"), fmt(r["vs_full"], ".2f")]
+                 fmt(r["vs_llama_cpp"], ".2f"), fmt(r["vs_full"], ".2f"), fmt(r["timers_decode_tok_s"])]
         if subtract:
             cells.append(fmt(r.get("subtract_decode_tok_s")))
         cells += [fmt(r["engine_decode_tok_s"]), fmt(r["mean_decode_batch"], ".2f"),
                   fmt(r["prefill_s_per_prompt"]), fmt(r["latency_s"]), fmt(r.get("kv_mib"))]
         print("| " + " | ".join(cells) + " |")
-    print(f"\ndecode tok/s = (completion tokens - B) / (wall - prefill time); prefill time: snapkv's "
-          f"/metrics, llama.cpp's first-to-last streamed token spans. llama.cpp = llama-cpp-python's server, "
-          f"which runs one request at a time: its batch-B requests queue and decode one by one.")
+    print(f"\ndecode tok/s: tokens streamed while all B requests were decoding / that window's length "
+          f"({LLAMA_PYTHON}, which serves one request at a time: the sum of its requests' decode spans). "
+          f"timers tok/s: (completion tokens - B) / (wall - snapkv's prefill seconds from /metrics).")
     notes = sorted({n for r in report["results"] for n in r.get("notes", [])})
     for n in notes:
         print(f"note: {n}")
