@@ -2,10 +2,22 @@
 // write: kvpress 0.5.5 (SnapKVPress, PyramidKVPress, AdaKVPress, StreamingLLMPress, KnormPress,
 // ObservedAttentionPress, TOVAPress) and a numpy transcription of the official SnapKV code path,
 // on the default model and prompts of 2K-7K tokens (tests/fixtures/press_selections.json, made by
-// tools/reference/make_press_fixture.py). Overlap = |ours ∩ reference| / |reference| per head;
-// required: >= 97 % on average and >= 90 % at worst for every case. Differences come from
-// near-ties at the selection boundary (the fixture records the boundary gaps), since transformers
-// computes in fp32 with another summation order.
+// tools/reference/make_press_fixture.py).
+//
+// A case matches when
+//  * every KV head keeps exactly the reference's number of entries;
+//  * the kept positions differ only where the reference's own scores are close to a tie: per layer,
+//    the reference positions we do not keep are at most the candidates whose score lies within
+//    1e-5 x max |score| of the selection boundary (the fixture's boundary_band), since transformers
+//    computes in fp32 with another summation order (ties go to the lower position in ours and in
+//    the numpy reference; torch.topk's order is unspecified, and counts inside the band);
+//    StreamingLLM has no scores and must match exactly;
+//  * the overlap |ours ∩ reference| / |reference| is >= 0.999 on average over the heads (measured:
+//    0.9995-1 per case).
+// The same for the capacity given as kvpress's compression ratio (--kv-ratio) and, with a looser
+// rule (f16 rounding moves scores by ~1e-3: no band, layer totals exact, mean >= 0.997; measured
+// 0.9985-1), for an f16 cache. The last test checks that the rule fails a press that keeps
+// everything, or SnapKV with another pooling, kernel, window or GQA reduction (means 0.74-0.95).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,6 +52,16 @@ PressConfig config_from(const json& o) {
   return c;
 }
 
+// The case's options with the capacity given as kvpress's compression ratio (kvpress cases only).
+json ratio_options(const json& c) {
+  const json& args = c.at("kvpress_args");
+  const json& press = args.contains("press") ? args.at("press") : args;
+  json o = c.at("options");
+  o.erase("capacity");
+  o["ratio"] = press.at("compression_ratio").get<double>();
+  return o;
+}
+
 // Kept positions from the fixture's encoding: the first entry is absolute; then x > 0 means
 // next = prev + x, and x < 0 means the -x positions prev + 1 ... prev - x follow.
 std::vector<int32_t> undelta(const json& d) {
@@ -57,60 +79,161 @@ std::vector<int32_t> undelta(const json& d) {
   return out;
 }
 
-void check_prompt(size_t prompt_index) {
+struct Rule {
+  double min_mean;   // overlap averaged over the heads
+  int band;          // index into boundary_band: 0, 1, 2 = 1e-6, 1e-5, 1e-4 of max |score|; -1: no band check
+  bool head_counts;  // every head keeps exactly the reference's count (otherwise: every layer)
+};
+constexpr Rule kF32Rule{0.999, 1, true};
+// f16 keys move the scores by ~1e-3 of their size: more positions change near the boundary, and
+// AdaKV's joint selection may give a head one entry more or less (the layer's total stays).
+constexpr Rule kF16Rule{0.997, -1, false};
+
+struct Verdict {
+  std::string why;  // why the selection does not match under the rule; empty when it does
+  double mean = 0, worst = 1;
+  int64_t missed = 0, band = -1;  // summed over the layers; band -1: not checked
+};
+
+Verdict compare(const std::vector<std::vector<std::vector<int32_t>>>& ours, const json& c, Rule rule) {
+  Verdict v;
+  const json& kept = c.at("kept_delta");
+  if (ours.size() != kept.size()) return {"layer count differs"};
+  const bool scored = !c.at("boundary_band").is_null();
+  double sum = 0;
+  int n = 0;
+  const auto fail = [&v](const std::string& why) {
+    if (v.why.empty()) v.why = why;
+  };
+  for (size_t il = 0; il < ours.size(); ++il) {
+    const std::string layer = "layer " + std::to_string(il);
+    if (ours[il].size() != kept[il].size()) return {"KV head count differs at " + layer};
+    int64_t missed = 0, n_ours = 0, n_ref = 0;
+    for (size_t h = 0; h < ours[il].size(); ++h) {
+      const std::vector<int32_t> ref = undelta(kept[il][h]);
+      const std::vector<int32_t>& mine = ours[il][h];
+      if (rule.head_counts && mine.size() != ref.size()) {
+        fail(layer + " head " + std::to_string(h) + " keeps " + std::to_string(mine.size()) + " entries, the reference " +
+             std::to_string(ref.size()));
+      }
+      n_ours += static_cast<int64_t>(mine.size());
+      n_ref += static_cast<int64_t>(ref.size());
+      std::vector<int32_t> common;
+      std::set_intersection(mine.begin(), mine.end(), ref.begin(), ref.end(), std::back_inserter(common));
+      missed += static_cast<int64_t>(ref.size() - common.size());
+      const double overlap = ref.empty() ? 1.0 : static_cast<double>(common.size()) / ref.size();
+      sum += overlap;
+      v.worst = std::min(v.worst, overlap);
+      ++n;
+    }
+    if (n_ours != n_ref) {
+      fail(layer + " keeps " + std::to_string(n_ours) + " entries, the reference " + std::to_string(n_ref));
+    }
+    const int64_t allowed = !scored ? 0 : rule.band < 0 ? missed : c.at("boundary_band")[il][rule.band].get<int64_t>();
+    if (missed > allowed) {
+      fail(layer + ": " + std::to_string(missed) + " reference positions not kept, " + std::to_string(allowed) +
+           " near-tie candidates");
+    }
+    v.missed += missed;
+    if (scored && rule.band >= 0) v.band = std::max<int64_t>(v.band, 0) + allowed;
+  }
+  v.mean = sum / n;
+  if (v.mean < rule.min_mean) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "overlap mean %.4f < %.3f", v.mean, rule.min_mean);
+    v.why += (v.why.empty() ? "" : "; ") + std::string(buf);
+  }
+  return v;
+}
+
+void print(const std::string& what, const Verdict& v) {
+  const std::string band = v.band < 0 ? "" : " (near ties " + std::to_string(v.band) + ")";
+  std::printf("%-110s overlap mean %.5f, worst head %.4f, %lld positions not kept%s%s%s\n", what.c_str(), v.mean,
+              v.worst, static_cast<long long>(v.missed), band.c_str(), v.why.empty() ? "" : ": ", v.why.c_str());
+}
+
+std::vector<std::vector<std::vector<int32_t>>> selection_of(const KvCache& kv) {
+  std::vector<std::vector<std::vector<int32_t>>> out(kv.n_layer());
+  for (int il = 0; il < kv.n_layer(); ++il) {
+    for (const auto& v : kv.layer(il)) out[il].emplace_back(v.pos, v.pos + v.n);
+  }
+  return out;
+}
+
+struct PromptCases {
+  std::string name;
+  std::vector<int32_t> tokens;
+  std::vector<json> cases;
+};
+
+PromptCases prompt_cases(size_t prompt_index) {
   const json fx = test::load_fixture("press_selections.json");
   const json& prompt = fx.at("prompts").at(prompt_index);
-  const std::vector<int32_t> tokens = prompt.at("tokens").get<std::vector<int32_t>>();
-  std::vector<const json*> cases;
+  PromptCases out{prompt.at("name").get<std::string>(), prompt.at("tokens").get<std::vector<int32_t>>(), {}};
   for (const json& c : fx.at("cases")) {
-    if (c.at("prompt").get<size_t>() == prompt_index) cases.push_back(&c);
+    if (c.at("prompt").get<size_t>() == prompt_index) out.cases.push_back(c);
   }
-  ASSERT_FALSE(cases.empty());
-  int64_t window = 1;
+  return out;
+}
+
+RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int64_t window = 1) {
   bool observed = false;
-  for (const json* c : cases) {
-    const auto press = make_press(config_from(c->at("options")));
+  for (const json& c : p.cases) {
+    const auto press = make_press(config_from(c.at("options")));
     window = std::max<int64_t>(window, press->window());
     observed |= press->needs_observed_attention();
   }
+  return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, observed, pool);
+}
+
+// Every case of the prompt, with the capacity as given and as a ratio (kvpress cases).
+void check_prompt(size_t prompt_index, KvType type, Rule rule) {
+  const PromptCases p = prompt_cases(prompt_index);
+  ASSERT_FALSE(p.cases.empty());
   ThreadPool pool(2);
-  // f32 storage: the references score fp32 keys.
-  const RecordedPrefill rec(*test::reference_model().model, tokens, KvType::kF32, window, observed, pool);
-  for (const json* c : cases) {
-    const auto press = make_press(config_from(c->at("options")));
-    KvCache kv = rec.pressed(*press);
-    const json& kept = c->at("kept_delta");
-    ASSERT_EQ(kept.size(), static_cast<size_t>(kv.n_layer()));
-    double sum = 0, worst = 1;
-    int n = 0, worst_layer = -1, worst_head = -1;
-    for (int il = 0; il < kv.n_layer(); ++il) {
-      const auto views = kv.layer(il);
-      ASSERT_EQ(kept[il].size(), views.size());
-      for (size_t h = 0; h < views.size(); ++h) {
-        const std::vector<int32_t> ref = undelta(kept[il][h]);
-        std::vector<int32_t> ours(views[h].pos, views[h].pos + views[h].n);
-        std::vector<int32_t> common;
-        std::set_intersection(ours.begin(), ours.end(), ref.begin(), ref.end(), std::back_inserter(common));
-        const double overlap = ref.empty() ? 1.0 : static_cast<double>(common.size()) / ref.size();
-        sum += overlap;
-        ++n;
-        if (overlap < worst) worst = overlap, worst_layer = il, worst_head = static_cast<int>(h);
-      }
+  const RecordedPrefill rec = record(p, type, pool);
+  for (const json& c : p.cases) {
+    std::vector<json> variants{c.at("options")};
+    if (!c.at("kvpress_args").is_null()) variants.push_back(ratio_options(c));
+    for (const json& options : variants) {
+      const std::string what = c.at("reference").get<std::string>() + " " + options.dump() + " on " + p.name;
+      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(options)))), c, rule);
+      print(what, v);
+      EXPECT_EQ(v.why, "") << what;
     }
-    const double mean = sum / n;
-    const std::string what = c->at("reference").get<std::string>() + " " + c->at("options").dump() + " on " +
-                             prompt.at("name").get<std::string>();
-    std::printf("%-100s overlap mean %.4f, worst %.4f", what.c_str(), mean, worst);
-    if (worst < 1) std::printf(" (layer %d, head %d)", worst_layer, worst_head);
-    std::printf("\n");
-    EXPECT_GE(mean, 0.97) << what;
-    EXPECT_GE(worst, 0.90) << what << " at layer " << worst_layer << " head " << worst_head;
   }
 }
 
-TEST(PressReference, Prompt0) { check_prompt(0); }
-TEST(PressReference, Prompt1) { check_prompt(1); }
-TEST(PressReference, Prompt2) { check_prompt(2); }
+TEST(PressReference, Prompt0) { check_prompt(0, KvType::kF32, kF32Rule); }
+TEST(PressReference, Prompt1) { check_prompt(1, KvType::kF32, kF32Rule); }
+TEST(PressReference, Prompt2) { check_prompt(2, KvType::kF32, kF32Rule); }
+TEST(PressReference, F16CachePrompt0) { check_prompt(0, KvType::kF16, kF16Rule); }
+TEST(PressReference, F16CachePrompt1) { check_prompt(1, KvType::kF16, kF16Rule); }
+
+// The rule above is worth something only if a press that is wrong fails it: here the official
+// SnapKV cases (max pooling, kernel 7, window 32) against a press that keeps everything and
+// against SnapKV with one option changed.
+TEST(PressReference, WrongSelectionsFail) {
+  const PromptCases p = prompt_cases(0);
+  ThreadPool pool(2);
+  const RecordedPrefill rec = record(p, KvType::kF32, pool, 64);
+  int checked = 0;
+  for (const json& c : p.cases) {
+    if (c.at("reference") != "numpy.official_snapkv") continue;
+    auto everything = selection_of(rec.full());
+    EXPECT_NE(compare(everything, c, kF32Rule).why, "") << "keeping everything passes " << c.at("options").dump();
+    for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{
+             {"pool", "avg"}, {"kernel", 5}, {"kernel", 9}, {"window", 16}, {"window", 64}, {"gqa", "max"}}) {
+      json o = c.at("options");
+      o[key] = value;
+      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(o)))), c, kF32Rule);
+      print("official SnapKV against " + o.dump(), v);
+      EXPECT_NE(v.why, "") << o.dump() << " passes as " << c.at("options").dump();
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
 
 }  // namespace
 }  // namespace snapkv
