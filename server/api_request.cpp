@@ -230,15 +230,17 @@ json error_body(const ApiError& e) {
   return {{"error", {{"message", e.what()}, {"type", e.type}, {"param", or_null(e.param)}, {"code", or_null(e.code)}}}};
 }
 
+ApiError model_not_found(const std::string& id, const std::string& served) {
+  return ApiError(404, "invalid_request_error", "model", "model_not_found",
+                  fmt::format("the model '{}' does not exist; this server serves '{}'", id, served));
+}
+
 ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) {
   ApiRequest r;
   r.chat = chat;
   if (const json* m = field(body, "model")) {
-    const std::string id = string_of(*m, "model");
-    if (id != d.model_id) {
-      throw ApiError(404, "invalid_request_error", "model", "model_not_found",
-                     fmt::format("the model '{}' does not exist; this server serves '{}'", id, d.model_id));
-    }
+    const std::string id = string_of(*m, "model");  // checked for its type even when any name is served
+    if (d.strict_model && id != d.model_id) throw model_not_found(id, d.model_id);
   }
   refuse_unsupported(body);
   if (chat) {

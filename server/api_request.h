@@ -30,9 +30,13 @@ struct ApiError : std::runtime_error {
 // {"error": {"message", "type", "param", "code"}}, null where empty.
 nlohmann::json error_body(const ApiError& e);
 
+// 404 model_not_found for a model name this server does not serve.
+ApiError model_not_found(const std::string& id, const std::string& served);
+
 // What a request may leave out, and the limits of this server.
 struct RequestDefaults {
   std::string model_id;          // the one model served
+  bool strict_model = false;     // a request naming another model gets 404 (otherwise any name is served)
   int max_tokens = 512;          // when the request gives none
   double timeout_s = 600;        // when the request gives none
   PressConfig press;             // the server's compression, overlaid by kv_compression

@@ -193,9 +193,7 @@ void HttpServer::handle(const std::shared_ptr<Connection>& c, HttpRequest& req) 
        [](HttpServer& s, auto& conn, auto&, const std::string& path) {
          const std::string id = path.substr(std::string_view("/v1/models/").size());
          if (id != s.opt_.defaults.model_id) {
-           return conn->reply(s.api_error("/v1/models", ApiError(404, "invalid_request_error", "model", "model_not_found",
-                                                                 fmt::format("the model '{}' does not exist; this server serves '{}'",
-                                                                             id, s.opt_.defaults.model_id))));
+           return conn->reply(s.api_error("/v1/models", model_not_found(id, s.opt_.defaults.model_id)));
          }
          s.metrics_.count_request("/v1/models", 200);
          conn->reply(make_reply(200, dump_json(s.model_object(id))));

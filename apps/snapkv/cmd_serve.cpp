@@ -130,6 +130,8 @@ Action add_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
   app.add_option("--model-id", o->model_id, "the model name clients use (default: the file name without .gguf)");
+  app.add_flag("--strict-model", o->http.defaults.strict_model,
+               "a request naming another model than --model-id gets 404 (default: any name is served)");
   app.add_option("--host", o->http.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o->http.port, "port (0: any free port, printed at start)")->capture_default_str();
   app.add_option("--kv-memory", o->kv_memory, "KV cache budget for all running requests (e.g. 2GiB)")->capture_default_str();

@@ -183,14 +183,16 @@ def main() -> int:
             return f"param {e.param!r}"
         raise AssertionError("no BadRequestError for max_completion_tokens -1 (streaming)")
 
-    def unknown_model():
+    def any_model_name():  # one model served: any name is (a client's default "gpt-4o-mini" works)
+        r = client.chat.completions.create(**{**greedy, "model": "gpt-4o-mini"})
+        expect(r.model == model_id, f"model {r.model!r}")
+        expect(r.choices[0].message.content == answer["chat"], "another answer than under the real name")
         try:
-            client.chat.completions.create(**{**greedy, "model": "no-such-model"})
+            client.models.retrieve("gpt-4o-mini")
         except openai.NotFoundError as e:
-            expect(e.status_code == 404, f"status {e.status_code}")
             expect(e.code == "model_not_found", f"code {e.code!r}")
-            return f"{e.body.get('message')!r}"
-        raise AssertionError("no NotFoundError for model 'no-such-model'")
+            return f"answered as {r.model!r}; models.retrieve: {e.body.get('message')!r}"
+        raise AssertionError("models.retrieve('gpt-4o-mini') found a model")
 
     def metrics():
         text = server.get("/metrics")
@@ -210,7 +212,7 @@ def main() -> int:
         checks.run("kv_compression snapkv", kv_compression)
         checks.run("bad request -> BadRequestError", bad_request)
         checks.run("bad request (stream) -> BadRequestError", bad_request_stream)
-        checks.run("unknown model -> NotFoundError", unknown_model)
+        checks.run("any model name; models.retrieve of another -> NotFoundError", any_model_name)
         checks.run("metrics", metrics)
         alive = server.proc.poll() is None
         checks.run("server alive after the checks", lambda: expect(alive, f"exited with {server.proc.poll()}"))

@@ -103,10 +103,12 @@ TEST(Server, HealthModelsAndMetrics) {
 TEST(Server, ChatStreamedWithCurlEqualsTheWholeAnswer) {
   ServerProcess server("");
   json body = chat_body("What is the capital of France?", 12);
+  body["model"] = "gpt-4o";  // one model served: any name is (--strict-model refuses it: BadInputGets4xx...)
   const json whole = json::parse(curl_post(server.port(), "/v1/chat/completions", body));
   const std::string answer = whole["choices"][0]["message"]["content"];
   EXPECT_FALSE(answer.empty());
   EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["model"], kModelId);
   const json& usage = whole["usage"];
   EXPECT_EQ(usage["total_tokens"], usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>());
   EXPECT_LE(usage["completion_tokens"].get<int>(), 12);
@@ -156,7 +158,7 @@ TEST(Server, CompletionsCompressPerRequest) {
 }
 
 TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
-  ServerProcess server("--ctx 512 --max-body 64KiB");
+  ServerProcess server("--ctx 512 --max-body 64KiB --strict-model");
   auto c = server.client();
   const std::string chat = "/v1/chat/completions";
   auto expect_error = [&](const httplib::Result& r, int status, const std::string& what) {
@@ -171,7 +173,7 @@ TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
   expect_error(c.Post(chat, R"({"messages": "hi"})", "application/json"), 400, "wrong type");
   json body = chat_body("hi", 4);
   body["model"] = "gpt-4";
-  expect_error(c.Post(chat, body.dump(), "application/json"), 404, "unknown model");
+  expect_error(c.Post(chat, body.dump(), "application/json"), 404, "unknown model with --strict-model");
   body = chat_body("hi", 4);
   body["kv_compression"] = {{"press", "nope"}};
   expect_error(c.Post(chat, body.dump(), "application/json"), 400, "unknown press");

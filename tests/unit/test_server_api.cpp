@@ -116,11 +116,25 @@ TEST(ServerApi, NegativeOrAbsurdParametersAre400) {
   }
 }
 
-TEST(ServerApi, UnknownModelIs404AndUnknownPressIs400) {
-  const ApiError model = error_of(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})");
-  EXPECT_EQ(model.status, 404);
-  EXPECT_EQ(model.code, "model_not_found");
-  EXPECT_NE(std::string(model.what()).find("smol"), std::string::npos) << model.what();
+TEST(ServerApi, AnyModelNameIsServedUnlessStrict) {
+  const std::string body = R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})";
+  EXPECT_EQ(parse_request(parse_json_body(body), true, defaults()).messages.size(), 1u);
+  EXPECT_EQ(error_of(R"({"model": 4, "messages": [{"role": "user", "content": "x"}]})").param, "model");
+
+  RequestDefaults strict = defaults();
+  strict.strict_model = true;
+  EXPECT_NO_THROW(parse_request(parse_json_body(R"({"model": "smol", "prompt": "x"})"), false, strict));
+  try {
+    parse_request(parse_json_body(body), true, strict);
+    ADD_FAILURE() << "a strict server accepted model gpt-4";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 404);
+    EXPECT_EQ(e.code, "model_not_found");
+    EXPECT_NE(std::string(e.what()).find("smol"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ServerApi, UnknownPressIs400) {
 
   const std::string head = R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": )";
   for (const char* kv : {R"({"press": "nope"})", R"({"kernel": 4})", R"({"capacity": 16, "window": 32})",
