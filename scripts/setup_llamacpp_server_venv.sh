@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A throw-away venv with llama-cpp-python's OpenAI-compatible server, the llama.cpp contender of
-# bench/scripts/bench_server.py. pip builds llama.cpp from source for this CPU (several minutes; needs a
+# A throw-away venv with llama-cpp-python's OpenAI-compatible server, the optional llama-cpp-python
+# contender of bench/scripts/bench_server.py (its peer by default is native llama-server). pip builds llama.cpp from source for this CPU (several minutes; needs a
 # C++ compiler and cmake: scripts/install_deps.sh has them).
 #
 #   bash scripts/setup_llamacpp_server_venv.sh [VENV]     # default: tools/reference/.venv-llamacpp-server
-#   python3 bench/scripts/bench_server.py --llama-python tools/reference/.venv-llamacpp-server/bin/python
+#   python3 bench/scripts/bench_server.py --contenders snapkv-full,snapkv-C,llama-server,llama-cpp-python \
+#       --llama-python tools/reference/.venv-llamacpp-server/bin/python
 #
 # An existing venv that already has llama-cpp-python 0.3.36 (e.g. tools/reference/.venv) only needs
 # the server's pure-Python dependencies: pass it as VENV and nothing is rebuilt.
@@ -27,4 +28,4 @@ else
   "$VENV/bin/python" -m pip install --quiet --no-binary llama-cpp-python "llama-cpp-python[server]==$VERSION"
 fi
 "$VENV/bin/python" -c "import llama_cpp, llama_cpp.server.app; print('llama-cpp-python', llama_cpp.__version__, 'server ok')"
-echo "use: python3 bench/scripts/bench_server.py --llama-python $VENV/bin/python"
+echo "use: python3 bench/scripts/bench_server.py --contenders snapkv-full,snapkv-C,llama-server,llama-cpp-python --llama-python $VENV/bin/python"
