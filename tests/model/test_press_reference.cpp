@@ -1,8 +1,9 @@
 // Which prompt entries our presses keep, per layer and KV head, against references we did not
 // write: kvpress 0.5.5 (SnapKVPress, PyramidKVPress, AdaKVPress, StreamingLLMPress, KnormPress,
-// ObservedAttentionPress, TOVAPress) and a numpy transcription of the official SnapKV code path,
-// on the default model and prompts of 2K-7K tokens (tests/fixtures/press_selections.json, made by
-// tools/reference/make_press_fixture.py).
+// ObservedAttentionPress, TOVAPress), the authors' own SnapKVCluster (max and average pooling, one
+// selection per query head as they run it on GQA models) and a numpy transcription of it with the
+// GQA mean, on the default model and prompts of 2K-7K tokens (tests/fixtures/press_selections.json,
+// made by tools/reference/make_press_fixture.py).
 //
 // A case matches when
 //  * every KV head keeps exactly the reference's number of entries;
@@ -166,12 +167,16 @@ struct PromptCases {
   std::vector<json> cases;
 };
 
-PromptCases prompt_cases(size_t prompt_index) {
+bool per_query_head(const json& c) { return c.at("options").value("gqa", "") == "per_query_head"; }
+
+// The prompt's cases with one selection per KV head (per_query_head: only through a Sequence,
+// whose cache holds a copy of the keys per query head) or per query head.
+PromptCases prompt_cases(size_t prompt_index, bool query_heads = false) {
   const json fx = test::load_fixture("press_selections.json");
   const json& prompt = fx.at("prompts").at(prompt_index);
   PromptCases out{prompt.at("name").get<std::string>(), prompt.at("tokens").get<std::vector<int32_t>>(), {}};
   for (const json& c : fx.at("cases")) {
-    if (c.at("prompt").get<size_t>() == prompt_index) out.cases.push_back(c);
+    if (c.at("prompt").get<size_t>() == prompt_index && per_query_head(c) == query_heads) out.cases.push_back(c);
   }
   return out;
 }
@@ -207,6 +212,28 @@ void check_prompt(size_t prompt_index, KvType type, Rule rule) {
 TEST(PressReference, Prompt0) { check_prompt(0, KvType::kF32, kF32Rule); }
 TEST(PressReference, Prompt1) { check_prompt(1, KvType::kF32, kF32Rule); }
 TEST(PressReference, Prompt2) { check_prompt(2, KvType::kF32, kF32Rule); }
+// The authors' code keeps positions per query head: a Sequence with gqa per_query_head prefills
+// the prompt, compressing in place, and its cache holds one selection per query head.
+void check_query_heads(size_t prompt_index) {
+  const PromptCases p = prompt_cases(prompt_index, true);
+  ASSERT_EQ(p.cases.size(), 4u);  // max and avg pooling, C = 256 and 1024
+  ThreadPool pool(2);
+  for (const json& c : p.cases) {
+    SequenceOptions o;
+    o.kv_type = KvType::kF32;
+    o.press = config_from(c.at("options"));
+    Sequence s(*test::reference_model().model, static_cast<int>(p.tokens.size()) + 8, pool, o);
+    s.prefill(p.tokens);
+    const std::string what = c.at("reference").get<std::string>() + " " + c.at("options").dump() + " on " + p.name;
+    const Verdict v = compare(selection_of(s.kv()), c, kF32Rule);
+    print(what, v);
+    EXPECT_EQ(v.why, "") << what;
+  }
+}
+
+TEST(PressReference, OfficialCodePerQueryHeadPrompt0) { check_query_heads(0); }
+TEST(PressReference, OfficialCodePerQueryHeadPrompt1) { check_query_heads(1); }
+TEST(PressReference, OfficialCodePerQueryHeadPrompt2) { check_query_heads(2); }
 TEST(PressReference, F16CachePrompt0) { check_prompt(0, KvType::kF16, kF16Rule); }
 TEST(PressReference, F16CachePrompt1) { check_prompt(1, KvType::kF16, kF16Rule); }
 

@@ -89,7 +89,10 @@ from fixture_io import sha256_file, sig, versions, write_fixture  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_ESSAYS = Path(os.environ.get("SNAPKV_SHARED", REPO.parent / "shared")) / "data" / "niah_paulgraham" / "PaulGrahamEssays"
+SHARED = Path(os.environ.get("SNAPKV_SHARED", REPO.parent / "shared"))
+DEFAULT_ESSAYS = SHARED / "data" / "niah_paulgraham" / "PaulGrahamEssays"
+# The authors' selection code (FasterDecoding/SnapKV, unchanged): the oracle of the official cases.
+OFFICIAL_SNAPKV = SHARED / "reference" / "official-snapkv"
 DEFAULT_OUT = REPO / "tests" / "fixtures" / "press_selections.json"
 TOKENIZER_FIXTURE = REPO / "tests" / "fixtures" / "tokenizer_smollm2.json"
 
@@ -238,14 +241,15 @@ class NumpyLayer:
         a[:, :, L - W:] += np.where(j > i, -np.inf, 0.0)
         return softmax_rows(a)
 
-    def snapkv_scores(self, W: int, kernel: int, pool: str, rows: str) -> np.ndarray:
-        """[Hkv, L-W] SnapKV scores: sum (or mean) over window rows, pool, GQA mean after pooling."""
+    def snapkv_scores(self, W: int, kernel: int, pool: str, rows: str, gqa_mean: bool = True) -> np.ndarray:
+        """[Hkv, L-W] SnapKV scores: sum (or mean) over window rows, pool, GQA mean after pooling
+        ([H, L-W] without the GQA mean: one selection per query head)."""
         P = self.window_probs(W)
         s = P[:, :, : self.L - W].sum(axis=1)
         if rows == "mean":
             s = s / W
         s = pool1d(s, kernel, pool)
-        return s.reshape(self.Hkv, self.G, -1).mean(axis=1)
+        return s.reshape(self.Hkv, self.G, -1).mean(axis=1) if gqa_mean else s
 
     def tova_scores(self) -> np.ndarray:
         """[L-1]: last query's softmax over all L keys, last column dropped, mean over all H heads."""
@@ -478,6 +482,7 @@ class Multiplexer:
     def __init__(self, runs, n_layers, cfg, numpy_capture: bool, keep_full: bool):
         self.runs, self.cfg, self.numpy_capture, self.keep_full = runs, cfg, numpy_capture, keep_full
         self.np_scores = [None] * n_layers
+        self.official = [None] * n_layers
         self.full_keys = [None] * n_layers
         self.k_check = []
 
@@ -498,12 +503,68 @@ class Multiplexer:
                 "kvpress_snap": nl.snapkv_scores(WINDOW, KERNEL, "avg", "mean"),
                 "tova": nl.tova_scores(),
                 "knorm": nl.knorm_scores(),
+                "official_max_per_query_head": nl.snapkv_scores(WINDOW, KERNEL, "max", "sum", gqa_mean=False),
+                "official_avg_per_query_head": nl.snapkv_scores(WINDOW, KERNEL, "avg", "sum", gqa_mean=False),
             }
+            self.official[l] = official_selections(module, kwargs, full_k, full_v, H, Hkv, d, nl.L)
         rowmaps = make_rowmaps(full_k) if any(not r.is_ada for r in self.runs) else None
         for run in self.runs:
             run.apply(module, args, kwargs, output, full_k, full_v, rowmaps)
         layer.keys, layer.values = full_k, full_v
         return output
+
+
+def official_selections(module, kwargs, full_k, full_v, H, Hkv, d, L):
+    """{(pool, C): (per query head the positions the authors' SnapKVCluster.update_kv keeps, its
+    fp32 prefix scores [H, L-W], heads whose choice among exactly tied scores was re-made)}, run as
+    the authors run it on a GQA model: keys and values repeated per query head (repeat_kv), full
+    post-RoPE queries of the layer, fp32. Positions come back by matching the kept key rows. The
+    scores are the tensor update_kv passes to topk (captured on the way); torch.topk's order among
+    equal values is unspecified, so within the boundary's tie group the lower positions are kept, as
+    the numpy cases and snapkv do (max pooling makes plateaus of equal scores)."""
+    if str(OFFICIAL_SNAPKV) not in sys.path:
+        sys.path.insert(0, str(OFFICIAL_SNAPKV))
+    import snapkv_utils
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    hs = kwargs["hidden_states"]
+    q = module.q_proj(hs).view(1, L, H, d).transpose(1, 2)
+    cos, sin = kwargs["position_embeddings"]
+    q, _ = apply_rotary_pos_emb(q, q, cos, sin)
+    G = H // Hkv
+    k, v = snapkv_utils.repeat_kv(full_k, G), snapkv_utils.repeat_kv(full_v, G)
+    maps = make_rowmaps(full_k)
+    out = {}
+    topk, seen = torch.Tensor.topk, []
+
+    def recording_topk(t, *a, **kw):
+        seen.append(t.detach().clone())
+        return topk(t, *a, **kw)
+
+    for pool in ("max", "avg"):
+        for C in CAPACITIES:
+            cluster = snapkv_utils.SnapKVCluster(window_size=WINDOW, max_capacity_prompt=C, kernel_size=KERNEL,
+                                                 pooling=pool + "pool")
+            seen.clear()
+            torch.Tensor.topk = recording_topk
+            try:
+                kc, _ = cluster.update_kv(k, q, v, None, G)
+            finally:
+                torch.Tensor.topk = topk
+            assert len(seen) == 1
+            scores = seen[0][0].numpy().astype(np.float64)  # [H, L-W]
+            rows = kc[0].detach().contiguous().numpy()
+            kept, retied = [], 0
+            for h in range(H):
+                pos = np.sort([maps[h // G][r.tobytes()] for r in rows[h]])
+                prefix, win = pos[pos < L - WINDOW], pos[pos >= L - WINDOW]
+                assert len(win) == WINDOW and len(prefix) == C - WINDOW
+                canon = topk_sorted(scores[h], C - WINDOW)  # ties: lower position first
+                assert np.array_equal(np.sort(scores[h][canon]), np.sort(scores[h][prefix])), "not a tie reorder"
+                retied += int(not np.array_equal(canon, prefix))
+                kept.append(np.concatenate([canon, win]))
+            out[(pool, C)] = (kept, scores, retied)
+    return out
 
 
 def prefill(model, ids):
@@ -721,6 +782,30 @@ def main() -> int:
                                                 "rope_tables": "the model's fp32 cos/sin", "skip_if_L_le_C": True},
                                       "cross_check": {"torch_topk_tie_order_positions_differing": tie_diff}}))
 
+        # the authors' code, one selection per query head (one case per pooling and C)
+        for pool in ("max", "avg"):
+            for C in CAPACITIES:
+                kept_all, gaps_all, np_diff = [], [], 0
+                retied = 0
+                for l in range(n_layers):
+                    kept, s32, r = mux.official[l][(pool, C)]
+                    retied += r
+                    gaps_all.append(layer_boundary_prefix(np.concatenate([s32, np.full((H, WINDOW), np.inf)], axis=1),
+                                                          kept, L - WINDOW))
+                    s = mux.np_scores[l][f"official_{pool}_per_query_head"]
+                    np_diff += n_diff(select_window(s, C - WINDOW, L, WINDOW), kept)
+                    kept_all.append(kept)
+                cases.append(case_record(pi, "official.SnapKVCluster",
+                                         {"press": "snapkv", "window": WINDOW, "kernel": KERNEL, "pool": pool,
+                                          "gqa": "per_query_head", "capacity": C},
+                                         None, kept_all, gaps_all,
+                                         {"official": {"code": "shared/reference/official-snapkv/snapkv_utils.py",
+                                                       "call": "SnapKVCluster(window_size, max_capacity_prompt=C, kernel_size, "
+                                                               "pooling).update_kv(repeat_kv(K), Q, repeat_kv(V), None, G)",
+                                                       "dtype": "float32", "ties": "torch.topk order"},
+                                          "cross_check": {"numpy_float64_positions_differing": np_diff,
+                                                          "heads_whose_exact_ties_were_reordered": retied}}))
+
         for run in runs:
             cases.append(finish_kvpress_case(pi, run, mux, L, n_layers, Hkv))
         if pi == 0 and not args.no_verify:
@@ -745,7 +830,8 @@ def main() -> int:
     checks["tokenizer"] = tok_check
 
     for c in cases:
-        check_counts(c, prompts[c["prompt"]]["n_tokens"], n_layers, Hkv)
+        heads = H if c["options"].get("gqa") == "per_query_head" else Hkv
+        check_counts(c, prompts[c["prompt"]]["n_tokens"], n_layers, heads)
     checks["official_vs_kvpress_snapkv_positions_differing"] = compare_cases(
         cases, prompts, "numpy.official_snapkv", "kvpress.SnapKVPress")
     checks["kvpress_pyramidkv_vs_snapkv_positions_differing"] = compare_cases(
@@ -925,7 +1011,13 @@ DESCRIPTION = (
     "(no scores). cross_check = the same "
     "selection rule recomputed in numpy float64 from each layer's hidden states (positions kept by one and not the "
     "other, summed over layers and heads): what fp32 vs fp64 alone does. Semantics of the kvpress presses (0.5.5): "
-    "tools/reference/README.md, section 'Press selections'."
+    "tools/reference/README.md, section 'Press selections'. official.SnapKVCluster cases: the authors' own "
+    "SnapKVCluster.update_kv (shared/reference/official-snapkv/snapkv_utils.py, unchanged) run as on a GQA model, "
+    "keys and values repeated per query head, so kept_delta[layer] and n_kept[layer] have one entry per QUERY head "
+    "(options gqa per_query_head); among exactly tied scores at the boundary the lower positions are kept (torch.topk's "
+    "order among equal values is unspecified; max pooling makes plateaus), its near-tie diagnostics come from the fp32 "
+    "scores update_kv passes to topk, and cross_check counts the positions where the numpy float64 selection differs "
+    "and the heads whose tie order was re-made."
 )
 
 
