@@ -595,8 +595,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=8192, help="llama.cpp's n_ctx (snapkv: the model's context)")
     ap.add_argument("--kv-memory", default="4GiB")
-    ap.add_argument("--llama-flash-attn", choices=["on", "off"], default="on",
-                    help="llama.cpp flash attention (on: what llama.cpp's own -fa auto picks on a CPU)")
+    ap.add_argument("--llama-flash-attn", choices=["on", "off"], default="off",
+                    help="llama.cpp flash attention (off: the peer's faster decode at 7K tokens of context on the "
+                         "2-core AVX2 VM, llama-bench -d 7000 13.4 vs 6.75 tok/s; on: what its -fa auto picks on a CPU)")
     ap.add_argument("--snapkv-arg", action="append", default=[], help="extra argument for snapkv serve (repeatable)")
     ap.add_argument("--llama-arg", action="append", default=[], help="extra argument for llama_cpp.server (repeatable)")
     ap.add_argument("--llama-server-arg", action="append", default=[], help="extra argument for llama-server (repeatable)")
