@@ -190,6 +190,7 @@ def main() -> int:
         try:
             client.models.retrieve("gpt-4o-mini")
         except openai.NotFoundError as e:
+            expect(e.status_code == 404, f"status {e.status_code}")
             expect(e.code == "model_not_found", f"code {e.code!r}")
             return f"answered as {r.model!r}; models.retrieve: {e.body.get('message')!r}"
         raise AssertionError("models.retrieve('gpt-4o-mini') found a model")
