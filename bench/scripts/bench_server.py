@@ -494,11 +494,8 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
         if d["snapkv_generated_tokens_total"] != total:
             out.setdefault("notes", []).append(
                 f"/metrics counted {d['snapkv_generated_tokens_total']:.0f} generated tokens, usage {total}")
-    else:
-        out["prefill_s"] = max((r.t_first or r.t_end) for r in reqs)  # until every prefill is done
+    elif c.name == LLAMA_PYTHON:
         out["engine_decode_s"] = None
-        out["mean_decode_batch"] = None
-    if c.name == LLAMA_PYTHON:
         out["mean_decode_batch"] = 1.0
         if window is None:  # one request at a time: each decodes alone from its first token to its last
             spans = [(r.t_last or r.t_end) - (r.t_first or r.t_end) for r in reqs]
@@ -509,6 +506,10 @@ def run_batch(c: Contender, prompts: list[tuple[str, int | None]], max_tokens: i
         out["prefix_match_tokens"] = [int(h) for h in hits]
         if any(int(h) > 16 for h in hits):
             out.setdefault("notes", []).append(f"llama.cpp reused cached prompt prefixes: {hits}")
+    else:  # llama-server
+        out["prefill_s"] = max((r.t_first or r.t_end) for r in reqs)  # until every prefill is done
+        out["engine_decode_s"] = None
+        out["mean_decode_batch"] = None
     out["window_tokens"], out["window_s"] = window or (None, None)
     out["decode_tok_s"] = window[0] / window[1] if window and window[1] > 0 else None
     out["engine_decode_tok_s"] = fed / out["engine_decode_s"] if out.get("engine_decode_s") else None
