@@ -19,16 +19,6 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxDims = 4;
 constexpr int kMaxArrayDepth = 8;
 
-size_t scalar_size(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kU16: case GgufValueType::kI16: return 2;
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kF32: return 4;
-    case GgufValueType::kU64: case GgufValueType::kI64: case GgufValueType::kF64: return 8;
-    default: return 0;
-  }
-}
-
 // Bounds-checked little-endian cursor over the file.
 class Cursor {
  public:
@@ -107,7 +97,7 @@ void read_value(Cursor& c, GgufValue& v, std::string_view key, int depth) {
   if (!valid_value_type(et)) fail(ErrorKind::kBadFile, "metadata '{}': unknown array element type {}", key, et);
   v.elem_type = static_cast<GgufValueType>(et);
   v.count = c.read<uint64_t>("array length");
-  if (const size_t es = scalar_size(v.elem_type); es != 0) {
+  if (const size_t es = gguf_scalar_size(v.elem_type); es != 0) {
     if (v.count > c.remaining() / es) {
       fail(ErrorKind::kBadFile, "metadata '{}': array of {} elements does not fit in the file", key, v.count);
     }
@@ -139,6 +129,17 @@ T load(const uint8_t* p) {
 }
 
 }  // namespace
+
+size_t gguf_scalar_size(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kBool: return 1;
+    case GgufValueType::kU16: case GgufValueType::kI16: return 2;
+    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kF32: return 4;
+    case GgufValueType::kU64: case GgufValueType::kI64: case GgufValueType::kF64: return 8;
+    default: return 0;
+  }
+}
+
 
 std::string_view gguf_value_type_name(GgufValueType t) {
   static constexpr std::string_view kNames[] = {"u8",  "i8",  "u16",  "i16",    "u32", "i32", "f32",

@@ -4,6 +4,7 @@
 // Error(kBadFile) naming the problem. Strings and tensor data are views into that memory and live
 // as long as the GgufFile.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -20,6 +21,8 @@ enum class GgufValueType : uint32_t {
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
 std::string_view gguf_value_type_name(GgufValueType t);
+// Bytes of one numeric element; 0 for strings and arrays.
+size_t gguf_scalar_size(GgufValueType t);
 
 struct GgufValue {
   GgufValueType type = GgufValueType::kU8;
