@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kv/press_scores.h"
+#include "util/error.h"
 
 namespace snapkv {
 
@@ -11,9 +12,18 @@ Compressor::Compressor(const PressConfig& cfg, KvCache& cache, int n_head, Threa
       recorder_(cache.n_layer(), n_head, cache.head_dim(), press_->window(), press_->needs_observed_attention(), pool),
       kept_(cache.n_layer()) {}
 
-void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress) {
+void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress, bool extend) {
   compress_ = compress;
-  recorder_.begin(n_tok, first_pos, compress ? LayerRecorder::Call::kFresh : LayerRecorder::Call::kSlide);
+  using Call = LayerRecorder::Call;
+  recorder_.begin(n_tok, first_pos, !compress ? Call::kSlide : extend ? Call::kExtend : Call::kFresh);
+}
+
+void Compressor::restore_window(std::span<const WindowQueries> windows) {
+  if (press_->needs_observed_attention()) {
+    fail(ErrorKind::kUnsupported, "press {} needs the attention of every prompt query, which a saved context does "
+         "not hold; compress the document with it instead", press_->config().press);
+  }
+  for (size_t il = 0; il < windows.size(); ++il) recorder_.set_window(static_cast<int>(il), windows[il]);
 }
 
 void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) {

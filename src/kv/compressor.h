@@ -4,6 +4,7 @@
 // selection. A layer's full keys and values therefore live only until the layer is done.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -18,7 +19,12 @@ class Compressor final : public LayerObserver {
 
   // Before each forward call of n_tok tokens starting at first_pos. compress: the press selects
   // when each layer is done (prompt prefills); otherwise only re-compression may happen.
-  void begin(int64_t n_tok, int32_t first_pos, bool compress);
+  // extend: the call continues a whole prompt whose window restore_window() gave (a context file
+  // saved unpressed), so the press sees the same window as after one prefill of all the tokens.
+  void begin(int64_t n_tok, int32_t first_pos, bool compress, bool extend = false);
+  // The window queries of a whole cache this compressor will press (one per layer).
+  // Error(kUnsupported) for a press that needs the attention of every prompt query (h2o).
+  void restore_window(std::span<const WindowQueries> windows);
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
 

@@ -144,6 +144,23 @@ void KvCache::keep(int il, int ih, std::span<const int32_t> idx) {
   reserve(l, cap);
 }
 
+void KvCache::set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,
+                        std::span<const uint8_t* const> values) {
+  if (pos.size() != static_cast<size_t>(n_head_) || keys.size() != pos.size() || values.size() != pos.size()) {
+    fail(ErrorKind::kInternal, "KV cache: set_layer needs {} heads", n_head_);
+  }
+  std::vector<size_t> cap(n_head_);
+  for (int ih = 0; ih < n_head_; ++ih) cap[ih] = pos[ih].size();
+  Layer l = layout(cap);
+  for (int ih = 0; ih < n_head_; ++ih) {
+    if (cap[ih] == 0) continue;
+    std::memcpy(key_row(l, ih, 0), keys[ih], cap[ih] * row_bytes_);
+    std::memcpy(value_row(l, ih, 0), values[ih], cap[ih] * row_bytes_);
+  }
+  l.pos = std::move(pos);
+  layers_[il] = std::move(l);
+}
+
 int64_t KvCache::entries() const {
   int64_t n = 0;
   for (const Layer& l : layers_) {

@@ -31,10 +31,15 @@ class KvCache final : public KvStore {
   // Keeps only the entries at idx (ascending indices into the head's current entries) of stored
   // head ih of layer il, and releases the memory of the others.
   void keep(int il, int ih, std::span<const int32_t> idx);
+  // Replaces layer il's entries: stored head ih gets the positions pos[ih] and that many key and
+  // value rows of this cache's type from keys[ih] and values[ih] (any alignment; a context file).
+  void set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,
+                 std::span<const uint8_t* const> values);
 
   int n_layer() const { return n_layer_; }
   int n_head() const { return n_head_; }  // stored heads per layer: n_head_kv * replicate
   int head_dim() const { return head_dim_; }
+  int replicate() const { return replicate_; }
   KvType type() const { return type_; }
   int64_t head_size(int il, int ih) const { return static_cast<int64_t>(layers_[il].pos[ih].size()); }
   // Entries over all layers and heads.
@@ -43,6 +48,8 @@ class KvCache final : public KvStore {
   size_t bytes() const;
   // Bytes allocated for them (growth headroom included).
   size_t allocated_bytes() const;
+  // Bytes of one key or value row.
+  size_t row_bytes() const { return row_bytes_; }
   // Bytes per entry (key, value and position).
   size_t entry_bytes() const;
   void clear();

@@ -23,7 +23,9 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
   const int64_t take = std::min(n_tok, window_);
   wq.insert(wq.end(), q + (n_tok - take) * row, q + n_tok * row);
   wp.insert(wp.end(), pos + (n_tok - take), pos + n_tok);
-  if (static_cast<int64_t>(wp.size()) > window_) {
+  // Trimmed only once twice the window is held, so that decode steps (one query each) move one
+  // row per step on average rather than the whole window.
+  if (static_cast<int64_t>(wp.size()) > 2 * window_) {
     const int64_t drop = static_cast<int64_t>(wp.size()) - window_;
     wq.erase(wq.begin(), wq.begin() + drop * row);
     wp.erase(wp.begin(), wp.begin() + drop);
@@ -50,13 +52,27 @@ LayerInput LayerRecorder::input(int il, std::span<const KvHeadView> kv) const {
   in.n_head = n_head_;
   in.head_dim = head_dim_;
   in.kv = kv;
-  in.q_window = win_q_[il].data();
-  in.window_pos = win_pos_[il].data();
-  in.n_window = static_cast<int64_t>(win_pos_[il].size());
+  const int64_t held = static_cast<int64_t>(win_pos_[il].size());
+  const int64_t skip = std::max<int64_t>(0, held - window_);
+  in.q_window = win_q_[il].data() + skip * n_head_ * head_dim_;
+  in.window_pos = win_pos_[il].data() + skip;
+  in.n_window = held - skip;
   in.observed = observed_[il];
   in.first_new_pos = first_pos_;
   in.pool = pool_;
   return in;
+}
+
+WindowQueries LayerRecorder::window(int il) const {
+  const LayerInput in = input(il, {});
+  const size_t row = static_cast<size_t>(n_head_) * head_dim_;
+  return {std::vector<float>(in.q_window, in.q_window + in.n_window * row),
+          std::vector<int32_t>(in.window_pos, in.window_pos + in.n_window)};
+}
+
+void LayerRecorder::set_window(int il, const WindowQueries& w) {
+  win_q_[il] = w.q;
+  win_pos_[il] = w.pos;
 }
 
 void LayerRecorder::release(int il) { observed_[il] = {}; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kv/context_file.h"
 #include "kv/kv_cache.h"
 #include "kv/press.h"
 #include "model/model.h"
@@ -28,6 +29,10 @@ class LayerRecorder final : public LayerObserver {
 
   // The press input for layer il over the given entries (the layer's current ones).
   LayerInput input(int il, std::span<const KvHeadView> kv) const;
+  // Layer il's last `window` queries, to save with a context, and back (set_window replaces them).
+  WindowQueries window(int il) const;
+  void set_window(int il, const WindowQueries& w);
+  int64_t window_size() const { return window_; }
   // Frees layer il's observed sums once it is pressed.
   void release(int il);
   void clear();
@@ -37,7 +42,7 @@ class LayerRecorder final : public LayerObserver {
   int64_t window_;
   bool observed_on_;
   ThreadPool* pool_;
-  std::vector<std::vector<float>> win_q_;    // per layer: [n, n_head, d], n <= window_
+  std::vector<std::vector<float>> win_q_;    // per layer: [n, n_head, d], n <= 2 * window_
   std::vector<std::vector<int32_t>> win_pos_;
   std::vector<std::vector<std::vector<float>>> observed_;  // per layer, per query head
   std::vector<int64_t> seen_;                // per layer: tokens of the call seen so far
