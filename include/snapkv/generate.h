@@ -1,5 +1,6 @@
 #pragma once
 // Generation parameters and statistics: what generate() (snapkv/session.h) takes and returns.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,5 +31,7 @@ struct GenerateStats {
 // on_token(id, text) receives each generated token with its complete UTF-8 text (possibly empty
 // while a character is incomplete); returning false stops generation.
 using TokenCallback = std::function<bool(int32_t id, std::string_view text)>;
+// The same for sequence b of a batch (generate_batch).
+using BatchTokenCallback = std::function<bool(size_t b, int32_t id, std::string_view text)>;
 
 }  // namespace snapkv

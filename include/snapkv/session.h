@@ -71,6 +71,7 @@ class Session {
 
   struct Impl;
   Impl& impl() { return *impl_; }  // for the library's own layers
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -81,5 +82,13 @@ class Session {
 // complete UTF-8 text. Error(kInvalidArgument) for invalid params.
 GenerateStats generate(Session& session, std::span<const int32_t> prompt, const GenerateParams& params,
                        const TokenCallback& on_token, const PrefillProgress& progress = {});
+
+// Several sessions of one model: each prefills its prompt (one after the other), then all decode
+// together, one batched step per token, each ending as generate() ends. on_token(b, id, text) as
+// generate()'s, for sessions[b]; returning false ends that session. Stats per session; decode_s
+// runs from the first sample to that session's end.
+std::vector<GenerateStats> generate_batch(std::span<Session* const> sessions,
+                                          std::span<const std::vector<int32_t>> prompts, const GenerateParams& params,
+                                          const BatchTokenCallback& on_token);
 
 }  // namespace snapkv

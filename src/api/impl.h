@@ -19,6 +19,7 @@ struct Model::Impl {
   ChatTemplate chat_template;
   ModelInfo info;
   ModelOptions options;
+  uint64_t fingerprint = 0, tokenizer_fingerprint = 0;  // io/gguf_fingerprint.h
   // Mutable: running the model from a const Model uses its threads (one user at a time).
   mutable std::unique_ptr<ThreadPool> pool;
 

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "api/impl.h"
+#include "io/gguf_fingerprint.h"
 #include "ops/rows8.h"
 #include "util/error.h"
 
@@ -76,6 +77,8 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   // leave memory), else read into huge pages: decode streams every weight once per token.
   const bool copies = rows8_wanted(options.decode_activations);
   impl->file = GgufFile::open(path, copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages);
+  impl->fingerprint = gguf_model_fingerprint(*impl->file);
+  impl->tokenizer_fingerprint = gguf_tokenizer_fingerprint(*impl->file);
   impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations});
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
   impl->chat_template = chat_template_from_jinja(impl->file->get_string("tokenizer.chat_template", ""));

@@ -48,7 +48,8 @@ Session Session::fork() const {
   o.n_ctx = impl_->seq.n_ctx();
   o.press = PressConfig{};  // the engine adopts a cache only into a session without a press
   Session copy(impl_->model, o);
-  if (!impl_->seq.tokens().empty()) copy.impl_->seq.adopt(impl_->seq.kv(), impl_->seq.tokens(), impl_->seq.logits());
+  const Sequence& seq = impl_->seq;
+  if (!seq.tokens().empty()) copy.impl_->seq.adopt(seq.kv(), seq.tokens(), seq.logits(), seq.windows());
   return copy;
 }
 std::span<const float> Session::logits() const { return impl_->seq.logits(); }
@@ -68,6 +69,20 @@ std::vector<LayerKept> Session::kept() const {
 GenerateStats generate(Session& session, std::span<const int32_t> prompt, const GenerateParams& params,
                        const TokenCallback& on_token, const PrefillProgress& progress) {
   return generate(session.impl().seq, session.model().tokenizer(), prompt, params, on_token, progress);
+}
+
+std::vector<GenerateStats> generate_batch(std::span<Session* const> sessions,
+                                          std::span<const std::vector<int32_t>> prompts, const GenerateParams& params,
+                                          const BatchTokenCallback& on_token) {
+  std::vector<Sequence*> seqs;
+  for (Session* s : sessions) {
+    if (&s->model().impl() != &sessions[0]->model().impl()) {
+      fail(ErrorKind::kInvalidArgument, "generate_batch: the sessions must share one model");
+    }
+    seqs.push_back(&s->impl().seq);
+  }
+  if (seqs.empty()) return {};
+  return generate_batch(seqs, sessions[0]->model().tokenizer(), prompts, params, on_token);
 }
 
 }  // namespace snapkv

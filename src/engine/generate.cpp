@@ -42,4 +42,59 @@ GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<
   return st;
 }
 
+std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, const Tokenizer& tokenizer,
+                                          std::span<const std::vector<int32_t>> prompts, const GenerateParams& params,
+                                          const BatchTokenCallback& on_token) {
+  if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (sessions.size() != prompts.size()) {
+    fail(ErrorKind::kInvalidArgument, "generate_batch: {} sessions but {} prompts", sessions.size(), prompts.size());
+  }
+  const size_t n = sessions.size();
+  std::vector<GenerateStats> st(n);
+  std::vector<Sampler> samplers;
+  std::vector<Utf8Stream> utf8(n);
+  for (size_t b = 0; b < n; ++b) {
+    samplers.emplace_back(params.sampling);
+    st[b].n_prompt = static_cast<int>(prompts[b].size());
+    Timer t;
+    sessions[b]->prefill(prompts[b], {}, params.compress_prompt);
+    st[b].prefill_s = t.seconds();
+  }
+  Timer timer;
+  std::vector<size_t> live(n);
+  for (size_t b = 0; b < n; ++b) live[b] = b;
+  for (int i = 0; i < params.max_tokens && !live.empty(); ++i) {
+    std::vector<Sequence*> step;
+    std::vector<int32_t> ids;
+    std::vector<size_t> next;
+    for (const size_t b : live) {
+      Sequence& s = *sessions[b];
+      const int32_t id = samplers[b].sample(s.logits(), s.tokens());
+      bool more = true;
+      if (params.stop_at_eog && tokenizer.is_eog(id)) {
+        st[b].stopped_at_eog = true;
+        more = false;
+      } else {
+        ++st[b].n_generated;
+        more = on_token(b, id, utf8[b].push(tokenizer.token_piece(id))) && i + 1 < params.max_tokens &&
+               s.n_past() < s.n_ctx();
+      }
+      if (more) {
+        step.push_back(&s);
+        ids.push_back(id);
+        next.push_back(b);
+        ++st[b].n_decoded;
+      } else {
+        st[b].decode_s = timer.seconds();
+      }
+    }
+    if (!step.empty()) Sequence::decode_batch(step, ids);
+    live = std::move(next);
+  }
+  for (size_t b = 0; b < n; ++b) {
+    if (const std::string rest = utf8[b].flush(); !rest.empty()) on_token(b, -1, rest);
+  }
+  return st;
+}
+
 }  // namespace snapkv

@@ -18,4 +18,12 @@ GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<
                        const GenerateParams& params, const TokenCallback& on_token,
                        const std::function<void(int, int)>& progress = {});
 
+// Each session prefills its prompt (one after the other), then all decode together, one batched
+// step per token (the weights are read once per step for all), each ending as generate() ends.
+// on_token(b, id, text) as generate()'s, for session b. Stats per session: decode_s runs from the
+// first sample to that session's end.
+std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, const Tokenizer& tokenizer,
+                                          std::span<const std::vector<int32_t>> prompts, const GenerateParams& params,
+                                          const BatchTokenCallback& on_token);
+
 }  // namespace snapkv

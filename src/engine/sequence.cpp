@@ -1,6 +1,8 @@
 #include "engine/sequence.h"
 
+#include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "util/error.h"
 
@@ -12,10 +14,10 @@ int replication(const Decoder& model, const PressConfig& press) {
   return press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head / h.n_head_kv : 1;
 }
 
-// Forwards layer events to the compressor and reports progress.
+// Forwards layer events to the compressor (or the window recorder) and reports progress.
 class Observer final : public LayerObserver {
  public:
-  Observer(Compressor* c, std::function<void(int, int)> progress, int n_layer)
+  Observer(LayerObserver* c, std::function<void(int, int)> progress, int n_layer)
       : c_(c), progress_(std::move(progress)), n_layer_(n_layer) {}
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override {
     if (c_) c_->queries(il, n_tok, q, pos, lse, kv);
@@ -26,7 +28,7 @@ class Observer final : public LayerObserver {
   }
 
  private:
-  Compressor* c_;
+  LayerObserver* c_;
   std::function<void(int, int)> progress_;
   int n_layer_;
 };
@@ -38,9 +40,22 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
           replication(model, options.press)) {
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
+  const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
-    compressor_ = std::make_unique<Compressor>(options.press, kv_, model.hparams().n_head, pool);
+    compressor_ = std::make_unique<Compressor>(options.press, kv_, h.n_head, pool);
+  } else {
+    window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, false, pool);
   }
+}
+
+LayerObserver* Sequence::observer() const {
+  return compressor_ ? static_cast<LayerObserver*>(compressor_.get()) : window_.get();
+}
+
+void Sequence::begin_call(int64_t n_tok, bool compress) {
+  const bool extend = std::exchange(extend_next_, false);
+  if (compressor_) compressor_->begin(n_tok, n_past(), compress, extend);
+  if (window_) window_->begin(n_tok, n_past(), LayerRecorder::Call::kSlide);
 }
 
 void Sequence::check_idle() const {
@@ -58,8 +73,8 @@ void Sequence::start(std::span<const int32_t> tokens, LogitsMode mode, bool comp
   pass_tokens_.assign(tokens.begin(), tokens.end());
   pass_pos_.resize(tokens.size());
   std::iota(pass_pos_.begin(), pass_pos_.end(), n_past());
-  if (compressor_) compressor_->begin(static_cast<int64_t>(tokens.size()), pass_pos_[0], compress);
-  observer_ = std::make_unique<Observer>(compressor_.get(), progress, model_.hparams().n_layer);
+  begin_call(static_cast<int64_t>(tokens.size()), compress);
+  observer_ = std::make_unique<Observer>(observer(), progress, model_.hparams().n_layer);
   pass_ = model_.begin_forward(pass_tokens_, pass_pos_, kv_, mode, logits_, pool_, observer_.get());
 }
 
@@ -120,8 +135,8 @@ void Sequence::decode_batch(std::span<Sequence* const> sessions, std::span<const
       fail(ErrorKind::kInvalidArgument, "decode_batch: the sessions must share one model and thread pool");
     }
     if (s.n_past() >= s.n_ctx_) fail(ErrorKind::kOutOfRange, "decode_batch: a session's context of {} is full", s.n_ctx_);
-    if (s.compressor_) s.compressor_->begin(1, s.n_past(), false);
-    rows.push_back({tokens[b], s.n_past(), &s.kv_, s.compressor_.get()});
+    s.begin_call(1, false);
+    rows.push_back({tokens[b], s.n_past(), &s.kv_, s.observer()});
   }
   std::vector<float> logits;
   model.decode_batch(rows, logits, pool);
@@ -147,9 +162,9 @@ size_t Sequence::kv_full_bytes() const {
   return n * h.n_layer * h.n_head_kv * kv_.entry_bytes();
 }
 
-void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits) {
+void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits,
+                     std::span<const WindowQueries> windows) {
   check_idle();
-  if (compressor_) fail(ErrorKind::kInvalidArgument, "adopt: the session's press must be full");
   if (cache.n_layer() != kv_.n_layer() || cache.n_head() != kv_.n_head() || cache.head_dim() != kv_.head_dim() ||
       cache.type() != kv_.type()) {
     fail(ErrorKind::kInvalidArgument, "adopt: the cache's shape or type differs from the session's");
@@ -161,15 +176,46 @@ void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<c
     fail(ErrorKind::kInvalidArgument, "adopt: {} logits, the vocabulary has {}", last_logits.size(),
          model_.hparams().n_vocab);
   }
+  if (!windows.empty() && windows.size() != static_cast<size_t>(kv_.n_layer())) {
+    fail(ErrorKind::kInvalidArgument, "adopt: {} windows for {} layers", windows.size(), kv_.n_layer());
+  }
+  if (compressor_) {
+    // The next prefill continues the prompt: the press sees the cache and the window as after one
+    // prefill of all the tokens.
+    if (windows.empty()) fail(ErrorKind::kInvalidArgument, "adopt: a session with a press needs the window queries");
+    const int64_t need = std::min<int64_t>(compressor_->press().window(), static_cast<int64_t>(tokens.size()));
+    for (const WindowQueries& w : windows) {
+      if (static_cast<int64_t>(w.pos.size()) < need) {
+        fail(ErrorKind::kUnsupported, "the saved context holds the queries of its last {} tokens; a press window of "
+             "{} needs more (save it with --kv-window {})", w.pos.size(), compressor_->press().window(),
+             compressor_->press().window());
+      }
+    }
+    compressor_->restore_window(windows);
+    extend_next_ = true;
+  }
   kv_ = std::move(cache);
   tokens_.assign(tokens.begin(), tokens.end());
   logits_.assign(last_logits.begin(), last_logits.end());
+  if (window_) {
+    window_->clear();
+    for (size_t il = 0; il < windows.size(); ++il) window_->set_window(static_cast<int>(il), windows[il]);
+  }
+}
+
+std::vector<WindowQueries> Sequence::windows() const {
+  std::vector<WindowQueries> out;
+  if (!window_ || tokens_.empty()) return out;
+  for (int il = 0; il < kv_.n_layer(); ++il) out.push_back(window_->window(il));
+  return out;
 }
 
 void Sequence::reset() {
   pass_.reset();
   kv_.clear();
   if (compressor_) compressor_->reset();
+  if (window_) window_->clear();
+  extend_next_ = false;
   tokens_.clear();
   logits_.clear();
 }

@@ -60,13 +60,20 @@ class Sequence {
   const Compressor* compressor() const { return compressor_.get(); }
   const Decoder& model() const { return model_; }
   void reset();
-  // Starts this session from a cache built elsewhere (e.g. a RecordedPrefill's pressed copy):
-  // the session takes the cache, the tokens it holds (at positions 0..n-1, whatever entries a
-  // press dropped) and the logits for the next token, as if it had prefilled them itself.
-  // Only for sessions whose press is "full" (no compressor). Error(kInvalidArgument) when the
-  // cache's layers, heads, head size or type differ from this session's, when tokens is empty
-  // or longer than n_ctx, or when last_logits is not one row of n_vocab.
-  void adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits);
+  // Starts this session from a cache built elsewhere (a RecordedPrefill's pressed copy, a context
+  // file): the session takes the cache, the tokens it holds (at positions 0..n-1, whatever entries
+  // a press dropped), the logits for the next token and, when given, each layer's last queries
+  // (windows()), as if it had prefilled the tokens itself. A session with a press then presses the
+  // whole cache at its next prefill, with the window sliding on from the given queries (needed
+  // then, and Error(kUnsupported) when they are fewer than its window or the press needs every
+  // query's attention). Error(kInvalidArgument) when the cache's layers, heads, head size or type
+  // differ from this session's, when tokens is empty or longer than n_ctx, or when last_logits is
+  // not one row of n_vocab.
+  void adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits,
+             std::span<const WindowQueries> windows = {});
+  // A session without a press keeps each layer's last `press.window` queries (the press options'
+  // window, 32 by default) so that its state can be saved and pressed later; empty otherwise.
+  std::vector<WindowQueries> windows() const;
 
  private:
   void run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
@@ -76,12 +83,18 @@ class Sequence {
              const std::function<void(int, int)>& progress);
   void finish();
   void check_idle() const;
+  // What watches the layers: the compressor, else the window recorder.
+  LayerObserver* observer() const;
+  // Tells them a forward call of n_tok tokens after those held begins.
+  void begin_call(int64_t n_tok, bool compress);
 
   const Decoder& model_;
   int n_ctx_;
   ThreadPool& pool_;
   KvCache kv_;
   std::unique_ptr<Compressor> compressor_;
+  std::unique_ptr<LayerRecorder> window_;  // sessions without a press
+  bool extend_next_ = false;               // the next call continues an adopted whole prompt
   std::vector<int32_t> tokens_;
   std::vector<float> logits_;
   // The forward call in progress (begin_prefill) and what it reads.
