@@ -4,16 +4,18 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_error.h"
 #include "commands.h"
+#include "context_prompt.h"
 #include "kv_options.h"
 #include "model_options.h"
 #include "sampling_flags.h"
 #include "text_file.h"
+#include "snapkv/context.h"
 #include "snapkv/memory.h"
 #include "snapkv/session.h"
 #include "snapkv/timer.h"
@@ -35,6 +37,9 @@ struct RunOptions {
   bool verbose = false;
   std::string question;
   bool question_agnostic = false;
+  std::string context_file;    // --context: a state saved by `snapkv compress`
+  std::string questions_file;  // one question a line, all asked on --context
+  bool jsonl = false;
   SamplingParams sampling;
   KvOptions kv;
   ModelFlags model_flags;
@@ -50,9 +55,117 @@ void print_kept(const Session& session) {
   }
 }
 
+void print_stats(const GenerateStats& st, const Session& session, size_t weight_bytes, const std::string& extra) {
+  const double full = static_cast<double>(session.kv_full_bytes());
+  fmt::print(stderr,
+             "stats: prompt {} tok | prefill {:.1f} tok/s ({:.2f} s) | decode {:.1f} tok/s ({} tok) | "
+             "peak RSS {} | KV cache {} ({:.1f}x smaller than full {}) | weights {}{}\n",
+             st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9), st.prefill_s,
+             st.n_decoded / std::max(st.decode_s, 1e-9), st.n_generated, format_bytes(peak_rss_bytes()),
+             format_bytes(session.kv_bytes()), full / std::max<double>(1, session.kv_bytes()),
+             format_bytes(session.kv_full_bytes()), format_bytes(weight_bytes), extra);
+}
+
+std::vector<std::string> read_questions(const RunOptions& o) {
+  if (o.questions_file.empty()) return {o.question};
+  std::vector<std::string> qs;
+  std::string text = read_text_file(o.questions_file);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) qs.push_back(line);
+    at = end + 1;
+  }
+  if (qs.empty()) fail(ErrorKind::kInvalidArgument, "{}: no questions (one a line)", o.questions_file);
+  return qs;
+}
+
+// --context: every question answered from the saved state, decoded together.
+int run_on_context(const RunOptions& o, const Model& model, SessionOptions so, const GenerateParams& gp) {
+  const std::vector<std::string> questions = read_questions(o);
+  Timer load_timer;
+  ContextInfo info;
+  std::vector<Session> sessions;
+  for (size_t i = 0; i < questions.size(); ++i) sessions.push_back(load_context(model, o.context_file, so, &info));
+  const double load_s = load_timer.seconds();
+  fmt::print(stderr, "context: {} ({} tokens, {}, {} on disk), loaded {} time(s) in {:.3f} s\n", o.context_file,
+             info.n_tokens, info.pressed ? "pressed: " + info.press : "whole cache", format_bytes(info.file_bytes),
+             questions.size(), load_s);
+  if (so.press.compresses()) fmt::print(stderr, "KV cache: pressed per question, {}\n", so.press.describe());
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Session*> ptrs;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    prompts.push_back(question_tokens(model, questions[i], info.question_prefix, info.question_suffix, info.chat));
+    if (info.n_tokens + prompts.back().size() + 1 > static_cast<size_t>(sessions[i].n_ctx())) {
+      fail(ErrorKind::kOutOfRange, "question {} has {} tokens; with the context's {} they exceed --ctx {}", i + 1,
+           prompts.back().size(), info.n_tokens, sessions[i].n_ctx());
+    }
+    ptrs.push_back(&sessions[i]);
+  }
+  const bool stream = questions.size() == 1 && !o.jsonl;
+  std::vector<std::string> answers(questions.size());
+  const std::vector<GenerateStats> st =
+      generate_batch(ptrs, prompts, gp, [&](size_t b, int32_t, std::string_view piece) {
+        answers[b] += piece;
+        if (stream) {
+          fmt::print("{}", piece);
+          std::fflush(stdout);
+        }
+        return true;
+      });
+  for (size_t i = 0; i < questions.size(); ++i) {
+    if (o.jsonl) {
+      const nlohmann::json j = {{"question", questions[i]},       {"answer", answers[i]},
+                                {"context_tokens", info.n_tokens}, {"question_tokens", st[i].n_prompt},
+                                {"generated_tokens", st[i].n_generated}, {"prefill_s", st[i].prefill_s},
+                                {"decode_s", st[i].decode_s},     {"kv_bytes", sessions[i].kv_bytes()}};
+      fmt::print("{}\n", j.dump());
+    } else if (stream) {
+      fmt::print("\n");
+    } else {
+      fmt::print("Q: {}\nA: {}\n\n", questions[i], answers[i]);
+    }
+  }
+  std::fflush(stdout);
+  if (o.verbose) print_kept(sessions[0]);
+  double prefill_s = 0, decode_s = 0;
+  GenerateStats total;
+  for (const GenerateStats& s : st) {
+    total.n_prompt += s.n_prompt;
+    total.n_generated += s.n_generated;
+    prefill_s += s.prefill_s;
+    decode_s = std::max(decode_s, s.decode_s);
+    total.n_decoded += s.n_decoded;
+  }
+  total.prefill_s = prefill_s;
+  total.decode_s = decode_s;
+  print_stats(total, sessions[0], model.info().weight_bytes,
+              fmt::format(" | context load {:.3f} s, first token after {:.3f} s", load_s / questions.size(),
+                          load_s / questions.size() + st[0].prefill_s));
+  return 0;
+}
+
 int run(const RunOptions& o) {
-  if (o.prompt.empty() == o.prompt_file.empty()) {
-    fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
+  const bool on_context = !o.context_file.empty();
+  if (on_context) {
+    if (!o.prompt.empty() || !o.prompt_file.empty()) {
+      fail(ErrorKind::kInvalidArgument, "--context is the prompt: give no -p or -f with it");
+    }
+    if (o.question.empty() == o.questions_file.empty()) {
+      fail(ErrorKind::kInvalidArgument, "--context needs exactly one of --question TEXT or --questions-file FILE");
+    }
+    if (o.chat || o.question_agnostic) {
+      fail(ErrorKind::kInvalidArgument, "--chat and --question-agnostic are decided when the context is compressed");
+    }
+  } else {
+    if (o.prompt.empty() == o.prompt_file.empty()) {
+      fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
+    }
+    if (!o.questions_file.empty() || o.jsonl) {
+      fail(ErrorKind::kInvalidArgument, "--questions-file and --jsonl go with --context");
+    }
   }
   if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
   GenerateParams gp;
@@ -69,36 +182,40 @@ int run(const RunOptions& o) {
   Timer load_timer;
   const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
   const ModelInfo& hp = model.info();
-  const Tokenizer& tokenizer = model.tokenizer();
   const int n_ctx = o.ctx > 0 ? o.ctx : hp.n_ctx_train;
   if (n_ctx > hp.n_ctx_train) {
     fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, hp.n_ctx_train);
   }
+  fmt::print(stderr, "model: {} ({}, {} layers, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
+             hp.name, hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
+  if (on_context) return run_on_context(o, model, so, gp);
 
-  // The prompt is the context, then the question (if given) after a blank line. With
-  // --question-agnostic the two are tokenized apart, so the context can be compressed before the
-  // question is seen.
-  const std::string context = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
-  const std::string user = o.question.empty() ? context : context + "\n\n" + o.question;
-  std::string text = user;
-  if (o.chat) {
-    std::vector<ChatMessage> messages;
-    if (!o.system.empty()) messages.push_back({"system", o.system});
-    messages.push_back({"user", user});
-    text = apply_chat_template(model.pick_chat_template(o.chat_template), messages, /*add_generation_prompt=*/true);
+  // The prompt is the context, then the question (if given) after a blank line, tokenized apart
+  // (as on a saved context), so that with --question-agnostic the context can be compressed
+  // before the question is seen.
+  const std::string document = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
+  std::vector<int32_t> ids, question_ids;
+  std::string text;
+  if (o.question.empty()) {
+    text = document;
+    if (o.chat) {
+      std::vector<ChatMessage> messages;
+      if (!o.system.empty()) messages.push_back({"system", o.system});
+      messages.push_back({"user", document});
+      text = apply_chat_template(model.pick_chat_template(o.chat_template), messages, /*add_generation_prompt=*/true);
+    }
+    ids = model.tokenizer().encode(text, model.tokenizer().add_bos(), /*parse_special=*/o.chat);
+  } else {
+    const ContextPrompt cp = context_prompt(document, o.chat, model.pick_chat_template(o.chat_template), o.system);
+    ids = context_tokens(model, cp);
+    question_ids = question_tokens(model, o.question, cp.question_prefix, cp.question_suffix, cp.chat);
+    text = cp.context + cp.question_prefix + o.question + cp.question_suffix;
   }
-  size_t split = text.size();  // where the question starts
-  if (o.question_agnostic) split = text.rfind(o.question);
-  std::vector<int32_t> ids = tokenizer.encode(text.substr(0, split), tokenizer.add_bos(), /*parse_special=*/o.chat);
-  std::vector<int32_t> question_ids;
-  if (split < text.size()) question_ids = tokenizer.encode(text.substr(split), false, o.chat);
   const size_t n_prompt = ids.size() + question_ids.size();
   if (static_cast<int>(n_prompt) + 1 > n_ctx) {
     fail(ErrorKind::kOutOfRange, "the prompt has {} tokens but --ctx is {} (the model allows up to {})",
          n_prompt, n_ctx, hp.n_ctx_train);
   }
-  fmt::print(stderr, "model: {} ({}, {} layers, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
-             hp.name, hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
   if (o.show_prompt) fmt::print("{}", text);
 
   Session session(model, so);
@@ -134,14 +251,7 @@ int run(const RunOptions& o) {
   fmt::print("\n");
   std::fflush(stdout);
   if (o.verbose) print_kept(session);
-  const double full = static_cast<double>(session.kv_full_bytes());
-  fmt::print(stderr,
-             "stats: prompt {} tok | prefill {:.1f} tok/s ({:.2f} s) | decode {:.1f} tok/s ({} tok) | "
-             "peak RSS {} | KV cache {} ({:.1f}x smaller than full {}) | weights {}\n",
-             st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9), st.prefill_s,
-             st.n_decoded / std::max(st.decode_s, 1e-9), st.n_generated, format_bytes(peak_rss_bytes()),
-             format_bytes(session.kv_bytes()), full / std::max<double>(1, session.kv_bytes()),
-             format_bytes(session.kv_full_bytes()), format_bytes(hp.weight_bytes));
+  print_stats(st, session, hp.weight_bytes, "");
   return 0;
 }
 
@@ -164,6 +274,12 @@ Action add_run(CLI::App& app) {
   app.add_option("--question", o->question, "a question appended to the prompt (which is then the context)");
   app.add_flag("--question-agnostic", o->question_agnostic,
                "compress the context before the question is prefilled (needs --question)");
+  app.add_option("--context", o->context_file,
+                 "answer on a context file made by `snapkv compress` instead of -p / -f (its press: used as it "
+                 "is; whole: pressed per question with --kv-press)");
+  app.add_option("--questions-file", o->questions_file,
+                 "with --context: one question a line, each answered from the context, decoded as one batch");
+  app.add_flag("--jsonl", o->jsonl, "with --context: one JSON line per answer on stdout");
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
   add_sampling_flags(app, o->sampling);

@@ -11,6 +11,8 @@ namespace snapkv::cli {
 using Action = std::function<int()>;
 
 Action add_run(CLI::App& app);
+// compress: prefill a document once and save it as a context file (cmd_compress.cpp).
+Action add_compress(CLI::App& app);
 Action add_inspect(CLI::App& app);
 // eval: a group; each evaluation is a subcommand of it (snapkv eval fidelity).
 Action add_eval(CLI::App& app);

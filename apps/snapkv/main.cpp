@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
     actions[sub] = add_fn(*sub);
   };
   add("run", "answer a prompt with a GGUF model", snapkv::cli::add_run);
+  add("compress", "prefill a document once and save it, pressed or whole, as a context file",
+      snapkv::cli::add_compress);
   add("chat", "a multi-turn conversation on stdin, each turn appended to the (compressed) cache",
       snapkv::cli::add_chat);
   add("inspect", "print a GGUF file's architecture, tokenizer and tensors", snapkv::cli::add_inspect);
