@@ -109,7 +109,7 @@ void write_section(AtomicFile& f, uint32_t tag, const std::vector<uint8_t>& payl
   h.put(tag);
   h.put(uint32_t{0});
   h.put(static_cast<uint64_t>(payload.size()));
-  h.put(hash64(payload.data(), payload.size(), kChecksumSeed));
+  h.put(context_section_checksum(payload.data(), payload.size()));
   f.write(h.buf.data(), h.buf.size());
   f.write(payload.data(), payload.size());
 }
@@ -173,6 +173,10 @@ std::vector<int32_t> read_positions(Cursor& c, uint64_t n, int64_t n_tokens, con
 }
 
 }  // namespace
+
+uint64_t context_section_checksum(const uint8_t* payload, size_t size) {
+  return hash64(payload, size, kChecksumSeed);
+}
 
 size_t write_context_file(const std::string& path, const ContextMeta& meta, std::span<const int32_t> tokens,
                           std::span<const float> logits, std::span<const WindowQueries> windows,
@@ -293,7 +297,7 @@ void ContextFile::parse_all() {
     const auto sum = file.get<uint64_t>();
     if (tag != want) fail(ErrorKind::kBadFile, "{}: expected the {} section, found tag {:#x}", L, what, tag);
     const uint8_t* p = file.array(bytes, 1);
-    if (hash64(p, bytes, kChecksumSeed) != sum) {
+    if (context_section_checksum(p, bytes) != sum) {
       fail(ErrorKind::kBadFile, "{}: the {} section's checksum does not match (corrupt file)", L, what);
     }
     return Cursor(p, bytes, L, what);

@@ -47,6 +47,9 @@ struct WindowQueries {
   std::vector<int32_t> pos;
 };
 
+// The checksum a section header carries for its payload (the fuzzer re-seals mutated files with it).
+uint64_t context_section_checksum(const uint8_t* payload, size_t size);
+
 // Writes atomically; returns the bytes written. windows: empty, or one per layer.
 // Error(kBadFile) naming the path when it cannot be written (the target is then unchanged).
 size_t write_context_file(const std::string& path, const ContextMeta& meta, std::span<const int32_t> tokens,
