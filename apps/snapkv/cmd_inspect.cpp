@@ -1,11 +1,13 @@
 // snapkv inspect: what a GGUF file holds, read from its header alone, so it also works for
-// architectures and types the engine cannot run.
+// architectures and types the engine cannot run; or what a context file (snapkv compress) holds.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 
 #include "commands.h"
+#include "snapkv/context.h"
 #include "snapkv/gguf_summary.h"
 #include "snapkv/memory.h"
 #include "snapkv/model.h"
@@ -13,7 +15,23 @@
 namespace snapkv::cli {
 namespace {
 
+bool is_context_file(const std::string& path) {
+  char magic[8] = {};
+  std::ifstream(path, std::ios::binary).read(magic, sizeof magic);
+  return std::string_view(magic, sizeof magic) == "SNAPKVCX";
+}
+
+int inspect_context_file(const std::string& path) {
+  const ContextInfo c = inspect_context(path);  // validates every section
+  fmt::print("file: {} ({}, snapkv context file, checksums verified)\n", path, format_bytes(c.file_bytes));
+  fmt::print("made with: {}\ntokens: {}\nKV cache: {}, {} entries, {}\n", c.model_name, c.n_tokens, c.kv_type,
+             c.entries, c.pressed ? "pressed: " + c.press : "whole (pressed per question with --kv-press)");
+  fmt::print("questions: {}\n", c.chat ? "through the chat template" : "plain text after a blank line");
+  return 0;
+}
+
 int inspect(const std::string& path, bool all_tensors) {
+  if (is_context_file(path)) return inspect_context_file(path);
   const GgufSummary f = read_gguf_summary(path);
   fmt::print("file: {} ({}, GGUF v{}, {} metadata keys, {} tensors, data at {}, alignment {})\n", path,
              format_bytes(static_cast<double>(f.file_size)), f.version, f.metadata.size(), f.tensors.size(),
@@ -65,7 +83,7 @@ int inspect(const std::string& path, bool all_tensors) {
 Action add_inspect(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
-  app.add_option("file", *path, "GGUF file")->required();
+  app.add_option("file", *path, "GGUF file, or a context file from snapkv compress")->required();
   app.add_flag("--all", *all, "list every tensor, not only the first block's");
   return [path, all] { return inspect(*path, *all); };
 }

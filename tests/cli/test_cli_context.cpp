@@ -117,6 +117,16 @@ TEST(CliContext, ChatContinuesAContextAndSavesTheConversation) {
   EXPECT_FALSE(answer("--context " + conv.string() + " --question 'And then?'").empty());
 }
 
+TEST(CliContext, InspectSaysWhatAFileHolds) {
+  const Files& f = files();
+  const test::CliRun r = test::run_cli("inspect " + f.pressed.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("checksums verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pressed: snapkv (capacity 256"), std::string::npos) << r.out;
+  const test::CliRun w = test::run_cli("inspect " + f.whole.string());
+  EXPECT_NE(w.out.find("whole"), std::string::npos) << w.out;
+}
+
 TEST(CliContext, BadContextFilesEndWithOneErrorLine) {
   const Files& f = files();
   const std::string run = run_args() + " --question hi --context ";
@@ -131,6 +141,7 @@ TEST(CliContext, BadContextFilesEndWithOneErrorLine) {
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x10;
   test::expect_cli_error(run + write("flip.snapkv", flipped), "checksum");
+  test::expect_cli_error("inspect " + (f.dir / "flip.snapkv").string(), "checksum");
   test::expect_cli_error(run + write("cut.snapkv", bytes.substr(0, bytes.size() - 100)), "truncated");
   test::expect_cli_error(run + write("empty.snapkv", ""), "empty");
   test::expect_cli_error(run + f.doc.string(), "not a snapkv context file");
