@@ -1,6 +1,7 @@
 #include "context_prompt.h"
 
 #include "cli_error.h"
+#include "text_file.h"
 
 namespace snapkv::cli {
 namespace {
@@ -38,6 +39,24 @@ ContextPrompt next_user_turn(const ChatTemplate& tmpl, std::vector<ChatMessage> 
     fail(ErrorKind::kUnsupported, "the chat template rewrites earlier turns, so the next one cannot be appended");
   }
   return split(text, rendered_so_far.size(), "");
+}
+
+std::string PromptFlags::text() const {
+  if (prompt.empty() == prompt_file.empty()) fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
+  return prompt_file.empty() ? prompt : read_text_file(prompt_file);
+}
+
+ContextPrompt PromptFlags::context(const Model& model, const std::string& document) const {
+  return context_prompt(document, chat, model.pick_chat_template(chat_template), system);
+}
+
+void add_prompt_flags(CLI::App& app, PromptFlags& f) {
+  app.add_option("-p,--prompt", f.prompt, "prompt text (the document)");
+  app.add_option("-f,--file", f.prompt_file, "read the prompt (the document) from a file");
+  app.add_flag("--chat", f.chat, "wrap the prompt in the model's chat template as a user turn");
+  app.add_option("--system", f.system, "system message (with --chat)");
+  app.add_option("--chat-template", f.chat_template,
+                 "chatml | llama3 | mistral | gemma (default: detected from the model's template)");
 }
 
 std::vector<int32_t> context_tokens(const Model& model, const ContextPrompt& p) {

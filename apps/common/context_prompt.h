@@ -4,6 +4,8 @@
 // is the document (opened as a user turn of the chat template with --chat), the question's text is
 // a blank line, the question, and the template's text after it. After a conversation, the
 // question's text is the template's next user turn.
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +20,20 @@ struct ContextPrompt {
   std::string question_prefix = "\n\n", question_suffix;
   bool chat = false;  // special tokens are parsed
 };
+
+// The prompt flags of `run` and `compress`: -p / -f, --chat, --system, --chat-template.
+struct PromptFlags {
+  std::string prompt, prompt_file;
+  bool chat = false;
+  std::string system, chat_template;
+
+  bool given() const { return !prompt.empty() || !prompt_file.empty(); }
+  // The text of -p or -f; Error(kInvalidArgument) unless exactly one was given.
+  std::string text() const;
+  // The document as a context (context_prompt() with these flags).
+  ContextPrompt context(const Model& model, const std::string& document) const;
+};
+void add_prompt_flags(CLI::App& app, PromptFlags& f);
 
 // The document as a context; with chat, a user turn of tmpl after an optional system message,
 // left open for the question.

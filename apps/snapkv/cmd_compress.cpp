@@ -11,7 +11,6 @@
 #include "context_prompt.h"
 #include "kv_options.h"
 #include "model_options.h"
-#include "text_file.h"
 #include "snapkv/context.h"
 #include "snapkv/memory.h"
 #include "snapkv/timer.h"
@@ -21,9 +20,8 @@ namespace {
 
 struct CompressOptions {
   std::string model = kDefaultModel;
-  std::string prompt, prompt_file, output;
-  bool chat = false;
-  std::string system, chat_template;
+  PromptFlags in;
+  std::string output;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int ctx = 0;
   KvOptions kv{.press = {.press = "snapkv"}};
@@ -31,20 +29,19 @@ struct CompressOptions {
 };
 
 int compress(const CompressOptions& o) {
-  if (o.prompt.empty() == o.prompt_file.empty()) fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
   if (o.output.empty()) fail(ErrorKind::kInvalidArgument, "-o FILE is needed: where the context is saved");
   if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
   if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
   SessionOptions so = o.kv.session_options();
   so.n_ctx = o.ctx;
-  const std::string document = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
+  const std::string document = o.in.text();
 
   Timer load_timer;
   const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
   const ModelInfo& hp = model.info();
   fmt::print(stderr, "model: {} ({}), loaded in {:.2f} s, {} threads\n", hp.name, hp.arch, load_timer.seconds(),
              o.threads);
-  const ContextPrompt cp = context_prompt(document, o.chat, model.pick_chat_template(o.chat_template), o.system);
+  const ContextPrompt cp = o.in.context(model, document);
   const std::vector<int32_t> ids = context_tokens(model, cp);
   Session session(model, so);
   if (ids.size() + 1 > static_cast<size_t>(session.n_ctx())) {
@@ -78,13 +75,8 @@ int compress(const CompressOptions& o) {
 Action add_compress(CLI::App& app) {
   auto o = std::make_shared<CompressOptions>();
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("-p,--prompt", o->prompt, "the document's text");
-  app.add_option("-f,--file", o->prompt_file, "read the document from a file");
+  add_prompt_flags(app, o->in);
   app.add_option("-o,--output", o->output, "the context file to write (replaced atomically)");
-  app.add_flag("--chat", o->chat, "open a user turn of the model's chat template with the document (questions close it)");
-  app.add_option("--system", o->system, "system message (with --chat)");
-  app.add_option("--chat-template", o->chat_template,
-                 "chatml | llama3 | mistral | gemma (default: detected from the model's template)");
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--ctx", o->ctx, "context size in tokens (default: the model's)");
   add_kv_options(app, o->kv);

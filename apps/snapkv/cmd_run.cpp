@@ -25,11 +25,7 @@ namespace {
 
 struct RunOptions {
   std::string model = kDefaultModel;
-  std::string prompt;
-  std::string prompt_file;
-  bool chat = false;
-  std::string system;
-  std::string chat_template;
+  PromptFlags in;
   int n_predict = 128;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int ctx = 0;
@@ -149,20 +145,20 @@ int run_on_context(const RunOptions& o, const Model& model, SessionOptions so, c
 
 int run(const RunOptions& o) {
   const bool on_context = !o.context_file.empty();
+  std::string document;  // -p or -f
   if (on_context) {
-    if (!o.prompt.empty() || !o.prompt_file.empty()) {
+    if (o.in.given()) {
       fail(ErrorKind::kInvalidArgument, "--context is the prompt: give no -p or -f with it");
     }
     if (o.question.empty() == o.questions_file.empty()) {
       fail(ErrorKind::kInvalidArgument, "--context needs exactly one of --question TEXT or --questions-file FILE");
     }
-    if (o.chat || o.question_agnostic) {
-      fail(ErrorKind::kInvalidArgument, "--chat and --question-agnostic are decided when the context is compressed");
+    if (o.in.chat || !o.in.system.empty() || !o.in.chat_template.empty() || o.question_agnostic) {
+      fail(ErrorKind::kInvalidArgument,
+           "--chat, --system, --chat-template and --question-agnostic are decided when the context is compressed");
     }
   } else {
-    if (o.prompt.empty() == o.prompt_file.empty()) {
-      fail(ErrorKind::kInvalidArgument, "give exactly one of -p TEXT or -f FILE");
-    }
+    document = o.in.text();
     if (!o.questions_file.empty() || o.jsonl) {
       fail(ErrorKind::kInvalidArgument, "--questions-file and --jsonl go with --context");
     }
@@ -193,20 +189,19 @@ int run(const RunOptions& o) {
   // The prompt is the context, then the question (if given) after a blank line, tokenized apart
   // (as on a saved context), so that with --question-agnostic the context can be compressed
   // before the question is seen.
-  const std::string document = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
   std::vector<int32_t> ids, question_ids;
   std::string text;
   if (o.question.empty()) {
     text = document;
-    if (o.chat) {
+    if (o.in.chat) {
       std::vector<ChatMessage> messages;
-      if (!o.system.empty()) messages.push_back({"system", o.system});
+      if (!o.in.system.empty()) messages.push_back({"system", o.in.system});
       messages.push_back({"user", document});
-      text = apply_chat_template(model.pick_chat_template(o.chat_template), messages, /*add_generation_prompt=*/true);
+      text = apply_chat_template(model.pick_chat_template(o.in.chat_template), messages, /*add_generation_prompt=*/true);
     }
-    ids = model.tokenizer().encode(text, model.tokenizer().add_bos(), /*parse_special=*/o.chat);
+    ids = model.tokenizer().encode(text, model.tokenizer().add_bos(), /*parse_special=*/o.in.chat);
   } else {
-    const ContextPrompt cp = context_prompt(document, o.chat, model.pick_chat_template(o.chat_template), o.system);
+    const ContextPrompt cp = o.in.context(model, document);
     ids = context_tokens(model, cp);
     question_ids = question_tokens(model, o.question, cp.question_prefix, cp.question_suffix, cp.chat);
     text = cp.context + cp.question_prefix + o.question + cp.question_suffix;
@@ -260,12 +255,7 @@ int run(const RunOptions& o) {
 Action add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   app.add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
-  app.add_option("-p,--prompt", o->prompt, "prompt text");
-  app.add_option("-f,--file", o->prompt_file, "read the prompt from a file");
-  app.add_flag("--chat", o->chat, "wrap the prompt in the model's chat template as a user turn");
-  app.add_option("--system", o->system, "system message (with --chat)");
-  app.add_option("--chat-template", o->chat_template,
-                 "chatml | llama3 | mistral | gemma (default: detected from the model's template)");
+  add_prompt_flags(app, o->in);
   app.add_option("-n,--n-predict", o->n_predict, "tokens to generate at most")->capture_default_str();
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();
   app.add_option("--ctx", o->ctx, "context size in tokens (default: the model's)");
