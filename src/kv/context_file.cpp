@@ -162,8 +162,9 @@ int checked_int(int64_t v, int64_t lo, int64_t hi, const std::string& label, con
 
 // Positions: ascending, within [0, n_tokens).
 std::vector<int32_t> read_positions(Cursor& c, uint64_t n, int64_t n_tokens, const std::string& label) {
+  const uint8_t* p = c.array(n, 4);  // checked before anything is allocated
   std::vector<int32_t> pos(n);
-  if (n > 0) std::memcpy(pos.data(), c.array(n, 4), n * 4);
+  if (n > 0) std::memcpy(pos.data(), p, n * 4);
   for (uint64_t i = 0; i < n; ++i) {
     if (pos[i] < 0 || pos[i] >= n_tokens || (i > 0 && pos[i] <= pos[i - 1])) {
       fail(ErrorKind::kBadFile, "{}: position {} is out of order or outside the {} tokens", label, pos[i], n_tokens);
@@ -330,15 +331,17 @@ void ContextFile::parse_all() {
   m.finish();
 
   Cursor t = next(kTagTokens, "TKNS");
+  const uint8_t* ids = t.array(static_cast<uint64_t>(n_tokens), 4);
   tokens_.resize(static_cast<size_t>(n_tokens));
-  std::memcpy(tokens_.data(), t.array(tokens_.size(), 4), tokens_.size() * 4);
+  std::memcpy(tokens_.data(), ids, tokens_.size() * 4);
   t.finish();
   for (const int32_t id : tokens_) {
     if (id < 0 || id >= meta.n_vocab) fail(ErrorKind::kBadFile, "{}: token id {} outside the vocabulary", L, id);
   }
   Cursor lg = next(kTagLogits, "LOGS");
+  const uint8_t* first_logit = lg.array(static_cast<uint64_t>(meta.n_vocab), 4);
   logits_.resize(static_cast<size_t>(meta.n_vocab));
-  std::memcpy(logits_.data(), lg.array(logits_.size(), 4), logits_.size() * 4);
+  std::memcpy(logits_.data(), first_logit, logits_.size() * 4);
   lg.finish();
   for (const float x : logits_) {
     if (std::isnan(x)) fail(ErrorKind::kBadFile, "{}: a logit is NaN", L);
@@ -356,8 +359,9 @@ void ContextFile::parse_all() {
       const auto n = w.get<uint32_t>();
       if (n > n_tokens) fail(ErrorKind::kBadFile, "{}: a window of {} queries over {} tokens", L, n, n_tokens);
       wq.pos = read_positions(w, n, n_tokens, L);
+      const uint8_t* q = w.array(n * q_row, 4);
       wq.q.resize(n * q_row);
-      if (n > 0) std::memcpy(wq.q.data(), w.array(n * q_row, 4), n * q_row * 4);
+      if (n > 0) std::memcpy(wq.q.data(), q, n * q_row * 4);
     }
     w.finish();
   }
