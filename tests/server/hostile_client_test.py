@@ -420,7 +420,13 @@ def shutdown_checks(binary: str, model: str, checks: Checks):
             time.sleep(1)
             t0 = time.monotonic()
             server.proc.send_signal(signal.SIGTERM)
-            r = exchange(server.port, get("/health"), 5)
+            # The signal reaches the server's loop a moment after kill() returns: a request in that
+            # moment is still served; the first one after it must get 503.
+            while True:
+                r = exchange(server.port, get("/health"), 5)
+                if r.status != 200 or time.monotonic() - t0 > 1:
+                    break
+                time.sleep(0.01)
             expect(r.status == 503 and r.headers.get("retry-after"), f"a request during the drain: {r!r}")
             rc = server.proc.wait(10)
             took = time.monotonic() - t0
