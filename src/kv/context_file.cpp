@@ -8,10 +8,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <random>
 
 #include "ops/attention.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -55,56 +54,9 @@ class Writer {
   std::vector<uint8_t> buf;
 };
 
-// A file written beside the target and renamed over it; removed unless commit() ran.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path) : path_(path) {
-    std::random_device rd;
-    tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(ErrorKind::kBadFile, "{}: cannot write the context file: {}", path, std::strerror(errno));
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  void write(const void* data, size_t n) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail(ErrorKind::kBadFile, "{}: write failed: {}", path_, std::strerror(errno));
-      p += w;
-      n -= static_cast<size_t>(w);
-      written_ += static_cast<size_t>(w);
-    }
-  }
-  void commit() {
-    if (::fsync(fd_) != 0) fail(ErrorKind::kBadFile, "{}: fsync failed: {}", path_, std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      fail(ErrorKind::kBadFile, "{}: cannot rename the finished file into place: {}", path_, std::strerror(errno));
-    }
-    committed_ = true;
-    // The rename itself reaches the disk with the directory.
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
-    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-  size_t written() const { return written_; }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-  size_t written_ = 0;
-};
-
-void write_section(AtomicFile& f, uint32_t tag, const std::vector<uint8_t>& payload) {
+// Where the encoded file goes: an atomically written file or a buffer.
+template <typename Out>
+void write_section(Out& f, uint32_t tag, const std::vector<uint8_t>& payload) {
   Writer h;
   h.put(tag);
   h.put(uint32_t{0});
@@ -112,6 +64,70 @@ void write_section(AtomicFile& f, uint32_t tag, const std::vector<uint8_t>& payl
   h.put(context_section_checksum(payload.data(), payload.size()));
   f.write(h.buf.data(), h.buf.size());
   f.write(payload.data(), payload.size());
+}
+
+struct BufferOut {
+  std::vector<uint8_t>& buf;
+  void write(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    buf.insert(buf.end(), b, b + n);
+  }
+};
+
+template <typename Out>
+void encode(Out& f, const ContextMeta& meta, std::span<const int32_t> tokens, std::span<const float> logits,
+            std::span<const WindowQueries> windows, const KvCache& kv) {
+  if (!windows.empty() && windows.size() != static_cast<size_t>(kv.n_layer())) {
+    fail(ErrorKind::kInternal, "context file: {} windows for {} layers", windows.size(), kv.n_layer());
+  }
+  Writer head;
+  head.bytes(kMagic, sizeof kMagic);
+  head.put(kContextFileVersion);
+  head.put(static_cast<uint32_t>(3 + (windows.empty() ? 0 : 1) + kv.n_layer()));
+  f.write(head.buf.data(), head.buf.size());
+
+  Writer m;
+  m.put(meta.model_fingerprint);
+  m.put(meta.tokenizer_fingerprint);
+  m.put(static_cast<uint32_t>(meta.kv_type));
+  for (const int v : {meta.n_layer, meta.n_head_kv, meta.replicate, meta.head_dim, meta.n_head, meta.n_vocab}) {
+    m.put(static_cast<int32_t>(v));
+  }
+  m.put(static_cast<uint32_t>(meta.pressed));
+  m.put(static_cast<uint32_t>(meta.chat));
+  m.put(static_cast<int64_t>(tokens.size()));
+  m.str(meta.model_name);
+  m.str(meta.press);
+  m.str(meta.question_prefix);
+  m.str(meta.question_suffix);
+  write_section(f, kTagMeta, m.buf);
+
+  Writer t;
+  t.bytes(tokens.data(), tokens.size_bytes());
+  write_section(f, kTagTokens, t.buf);
+  Writer l;
+  l.bytes(logits.data(), logits.size_bytes());
+  write_section(f, kTagLogits, l.buf);
+  if (!windows.empty()) {
+    Writer w;
+    for (const WindowQueries& wq : windows) {
+      w.put(static_cast<uint32_t>(wq.pos.size()));
+      w.bytes(wq.pos.data(), wq.pos.size() * 4);
+      w.bytes(wq.q.data(), wq.q.size() * 4);
+    }
+    write_section(f, kTagWindow, w.buf);
+  }
+  const size_t row = kv.row_bytes();
+  for (int il = 0; il < kv.n_layer(); ++il) {
+    Writer k;
+    for (const KvHeadView& h : kv.layer(il)) {
+      k.put(static_cast<uint32_t>(h.n));
+      k.bytes(h.pos, static_cast<size_t>(h.n) * 4);
+      k.bytes(h.k, static_cast<size_t>(h.n) * row);
+      k.bytes(h.v, static_cast<size_t>(h.n) * row);
+    }
+    write_section(f, kTagKv, k.buf);
+  }
 }
 
 // --- reading ---
@@ -182,61 +198,20 @@ uint64_t context_section_checksum(const uint8_t* payload, size_t size) {
 size_t write_context_file(const std::string& path, const ContextMeta& meta, std::span<const int32_t> tokens,
                           std::span<const float> logits, std::span<const WindowQueries> windows,
                           const KvCache& kv) {
-  if (!windows.empty() && windows.size() != static_cast<size_t>(kv.n_layer())) {
-    fail(ErrorKind::kInternal, "context file: {} windows for {} layers", windows.size(), kv.n_layer());
-  }
   AtomicFile f(path);
-  Writer head;
-  head.bytes(kMagic, sizeof kMagic);
-  head.put(kContextFileVersion);
-  head.put(static_cast<uint32_t>(3 + (windows.empty() ? 0 : 1) + kv.n_layer()));
-  f.write(head.buf.data(), head.buf.size());
-
-  Writer m;
-  m.put(meta.model_fingerprint);
-  m.put(meta.tokenizer_fingerprint);
-  m.put(static_cast<uint32_t>(meta.kv_type));
-  for (const int v : {meta.n_layer, meta.n_head_kv, meta.replicate, meta.head_dim, meta.n_head, meta.n_vocab}) {
-    m.put(static_cast<int32_t>(v));
-  }
-  m.put(static_cast<uint32_t>(meta.pressed));
-  m.put(static_cast<uint32_t>(meta.chat));
-  m.put(static_cast<int64_t>(tokens.size()));
-  m.str(meta.model_name);
-  m.str(meta.press);
-  m.str(meta.question_prefix);
-  m.str(meta.question_suffix);
-  write_section(f, kTagMeta, m.buf);
-
-  Writer t;
-  t.bytes(tokens.data(), tokens.size_bytes());
-  write_section(f, kTagTokens, t.buf);
-  Writer l;
-  l.bytes(logits.data(), logits.size_bytes());
-  write_section(f, kTagLogits, l.buf);
-  if (!windows.empty()) {
-    Writer w;
-    for (const WindowQueries& wq : windows) {
-      w.put(static_cast<uint32_t>(wq.pos.size()));
-      w.bytes(wq.pos.data(), wq.pos.size() * 4);
-      w.bytes(wq.q.data(), wq.q.size() * 4);
-    }
-    write_section(f, kTagWindow, w.buf);
-  }
-  const size_t row = kv.row_bytes();
-  for (int il = 0; il < kv.n_layer(); ++il) {
-    Writer k;
-    for (const KvHeadView& h : kv.layer(il)) {
-      k.put(static_cast<uint32_t>(h.n));
-      k.bytes(h.pos, static_cast<size_t>(h.n) * 4);
-      k.bytes(h.k, static_cast<size_t>(h.n) * row);
-      k.bytes(h.v, static_cast<size_t>(h.n) * row);
-    }
-    write_section(f, kTagKv, k.buf);
-  }
+  encode(f, meta, tokens, logits, windows, kv);
   const size_t bytes = f.written();
   f.commit();
   return bytes;
+}
+
+std::vector<uint8_t> encode_context(const ContextMeta& meta, std::span<const int32_t> tokens,
+                                    std::span<const float> logits, std::span<const WindowQueries> windows,
+                                    const KvCache& kv) {
+  std::vector<uint8_t> buf;
+  BufferOut out{buf};
+  encode(out, meta, tokens, logits, windows, kv);
+  return buf;
 }
 
 std::unique_ptr<ContextFile> ContextFile::open(const std::string& path) {

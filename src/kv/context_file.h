@@ -56,6 +56,11 @@ size_t write_context_file(const std::string& path, const ContextMeta& meta, std:
                           std::span<const float> logits, std::span<const WindowQueries> windows,
                           const KvCache& kv);
 
+// The same bytes in memory (a shared context store's value).
+std::vector<uint8_t> encode_context(const ContextMeta& meta, std::span<const int32_t> tokens,
+                                    std::span<const float> logits, std::span<const WindowQueries> windows,
+                                    const KvCache& kv);
+
 class ContextFile {
  public:
   // Maps and validates the file. Error(kBadFile) naming the path and the problem.
