@@ -179,10 +179,9 @@ void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<c
   if (!windows.empty() && windows.size() != static_cast<size_t>(kv_.n_layer())) {
     fail(ErrorKind::kInvalidArgument, "adopt: {} windows for {} layers", windows.size(), kv_.n_layer());
   }
-  if (compressor_) {
+  if (compressor_ && !windows.empty()) {
     // The next prefill continues the prompt: the press sees the cache and the window as after one
     // prefill of all the tokens.
-    if (windows.empty()) fail(ErrorKind::kInvalidArgument, "adopt: a session with a press needs the window queries");
     const int64_t need = std::min<int64_t>(compressor_->press().window(), static_cast<int64_t>(tokens.size()));
     for (const WindowQueries& w : windows) {
       if (static_cast<int64_t>(w.pos.size()) < need) {
@@ -194,6 +193,7 @@ void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<c
     compressor_->restore_window(windows);
     extend_next_ = true;
   }
+  if (compressor_ && windows.empty()) compressor_->reset();
   kv_ = std::move(cache);
   tokens_.assign(tokens.begin(), tokens.end());
   logits_.assign(last_logits.begin(), last_logits.end());
@@ -201,6 +201,29 @@ void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<c
     window_->clear();
     for (size_t il = 0; il < windows.size(); ++il) window_->set_window(static_cast<int>(il), windows[il]);
   }
+}
+
+std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
+  check_idle();
+  if (compressor_) fail(ErrorKind::kInvalidArgument, "prefix_copy: the session has a press");
+  if (n < 1 || n > n_past()) fail(ErrorKind::kInvalidArgument, "prefix_copy: {} of {} tokens", n, n_past());
+  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), PressConfig{}});
+  s->kv_ = kv_;
+  std::vector<int32_t> first(static_cast<size_t>(n));
+  std::iota(first.begin(), first.end(), 0);
+  for (int il = 0; il < kv_.n_layer(); ++il) {
+    for (int ih = 0; ih < kv_.n_head(); ++ih) s->kv_.keep(il, ih, first);
+    WindowQueries w = window_->window(il);
+    const size_t row = w.pos.empty() ? 0 : w.q.size() / w.pos.size();
+    size_t kept = 0;
+    while (kept < w.pos.size() && w.pos[kept] < n) ++kept;  // positions ascend
+    w.pos.resize(kept);
+    w.q.resize(kept * row);
+    s->window_->set_window(il, w);
+  }
+  s->tokens_.assign(tokens_.begin(), tokens_.begin() + n);
+  if (n == n_past()) s->logits_ = logits_;
+  return s;
 }
 
 std::vector<WindowQueries> Sequence::windows() const {

@@ -61,19 +61,25 @@ class Sequence {
   const Decoder& model() const { return model_; }
   void reset();
   // Starts this session from a cache built elsewhere (a RecordedPrefill's pressed copy, a context
-  // file): the session takes the cache, the tokens it holds (at positions 0..n-1, whatever entries
-  // a press dropped), the logits for the next token and, when given, each layer's last queries
-  // (windows()), as if it had prefilled the tokens itself. A session with a press then presses the
-  // whole cache at its next prefill, with the window sliding on from the given queries (needed
-  // then, and Error(kUnsupported) when they are fewer than its window or the press needs every
-  // query's attention). Error(kInvalidArgument) when the cache's layers, heads, head size or type
-  // differ from this session's, when tokens is empty or longer than n_ctx, or when last_logits is
-  // not one row of n_vocab.
+  // file, a server's cached state): the session takes the cache, the tokens it holds (at positions
+  // 0..n-1, whatever entries a press dropped), the logits for the next token and, when given, each
+  // layer's last queries (windows()), as if it had prefilled the tokens itself. A session with a
+  // press and windows then presses the whole cache at its next prefill, with the window sliding on
+  // from the given queries (Error(kUnsupported) when they are fewer than its window or the press
+  // needs every query's attention); a session with a press and no windows takes a cache its own
+  // press made and presses it again at its next prefill with that prefill's queries, as it would
+  // have had it made the cache itself. Error(kInvalidArgument) when the cache's layers, heads,
+  // head size or type differ from this session's, when tokens is empty or longer than n_ctx, or
+  // when last_logits is not one row of n_vocab.
   void adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits,
              std::span<const WindowQueries> windows = {});
   // A session without a press keeps each layer's last `press.window` queries (the press options'
   // window, 32 by default) so that its state can be saved and pressed later; empty otherwise.
   std::vector<WindowQueries> windows() const;
+  // A new session without a press holding this one's first n tokens (1 <= n <= n_past; a server's
+  // cached prompt shared by another request); the logits too when n == n_past, else the next call
+  // must be a prefill. Error(kInvalidArgument) for a session with a press or in a prefill.
+  std::unique_ptr<Sequence> prefix_copy(int n) const;
 
  private:
   void run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
