@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang pkg-config python3 python3-pip python3-venv unzip curl
       libhwy-dev libpcre2-dev nlohmann-json3-dev libboost-dev libcpp-httplib-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libhiredis-dev
+      redis-server)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,6 +18,7 @@ json usage_body(const SequenceStats& s) {
   return {{"prompt_tokens", s.n_prompt},
           {"completion_tokens", s.n_generated},
           {"total_tokens", s.n_prompt + s.n_generated},
+          {"prompt_tokens_details", {{"cached_tokens", s.n_cached}}},
           {"kv_bytes", s.kv_bytes},
           {"kv_full_bytes", s.kv_full_bytes},
           {"prefill_seconds", s.prefill_s},

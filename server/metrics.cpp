@@ -25,6 +25,14 @@ std::string ServerMetrics::prometheus(const SchedulerMetrics& s, size_t kv_budge
     }
   }
   metric("snapkv_prompt_tokens_total", "counter", "Prompt tokens admitted.", s.prompt_tokens);
+  metric("snapkv_prompt_tokens_prefilled_total", "counter", "Prompt tokens that went through the model.",
+         s.prefilled_tokens);
+  metric("snapkv_prompt_tokens_cached_total", "counter", "Prompt tokens resumed from cached states.", s.cached_tokens);
+  metric("snapkv_prompt_cache_hits_total", "counter", "Requests resumed from a cached state.", s.cache_hits);
+  metric("snapkv_context_store_hits_total", "counter", "Requests resumed from a state found in the context store.",
+         s.store_hits);
+  metric("snapkv_prompt_cache_bytes", "gauge", "KV bytes held by finished sequences' cached states.", s.cache_bytes);
+  metric("snapkv_prompt_cache_entries", "gauge", "Cached states held.", s.cache_entries);
   metric("snapkv_generated_tokens_total", "counter", "Tokens generated.", s.generated_tokens);
   metric("snapkv_prefill_seconds_total", "counter", "Time the engine spent in prefill.", s.prefill_s);
   metric("snapkv_decode_seconds_total", "counter", "Time the engine spent in batched decode steps.", s.decode_s);

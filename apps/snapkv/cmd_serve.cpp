@@ -30,6 +30,8 @@ struct ServeOptions {
   std::string model = kDefaultModel;
   std::string model_id;
   std::string kv_memory = "2GiB";
+  std::string context_store_size = "20GiB";
+  bool no_prompt_cache = false;
   std::string max_body = "4MiB";
   std::string chat_template;
   std::string api_key_file;
@@ -46,6 +48,8 @@ int serve(ServeOptions& o, const CLI::App* app) {
   if (o.threads < 1 || o.threads > 512) fail(ErrorKind::kInvalidArgument, "-t must be between 1 and 512");
   if (o.http.port < 0 || o.http.port > 65535) fail(ErrorKind::kInvalidArgument, "--port must be between 0 and 65535");
   o.sched.kv_memory = parse_bytes(o.kv_memory);
+  o.sched.context_store_bytes = parse_bytes(o.context_store_size);
+  o.sched.prompt_cache = !o.no_prompt_cache;
   const SessionOptions so = o.kv.session_options();
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
@@ -101,6 +105,8 @@ int serve(ServeOptions& o, const CLI::App* app) {
              hp.sampling_from_file ? "the model's general.sampling.* and flags" : "llama.cpp's server defaults and flags",
              sp.temperature, sp.top_k, sp.top_p, sp.min_p, sp.repeat_penalty,
              o.http.access.api_key.empty() ? "no API key" : "API key required");
+  fmt::print(stderr, "prompt cache: {}; context store: {}\n", o.sched.prompt_cache ? "on" : "off",
+             o.sched.context_store.empty() ? "none" : o.sched.context_store);
   fmt::print("listening on http://{}:{}\n", o.http.host, port);
   std::fflush(stdout);
 
@@ -136,6 +142,12 @@ Action add_serve(CLI::App& app) {
   app.add_option("--port", o->http.port, "port (0: any free port, printed at start)")->capture_default_str();
   app.add_option("--kv-memory", o->kv_memory, "KV cache budget for all running requests (e.g. 2GiB)")->capture_default_str();
   app.add_option("--max-batch", o->sched.max_batch, "requests running at once")->capture_default_str();
+  app.add_flag("--no-prompt-cache", o->no_prompt_cache,
+               "forget finished requests at once instead of keeping their states for requests that start alike");
+  app.add_option("--context-store", o->sched.context_store,
+                 "also save states to a directory or redis://HOST:PORT, shared by servers and kept across restarts");
+  app.add_option("--context-store-size", o->context_store_size, "most bytes a --context-store directory keeps")
+      ->capture_default_str();
   app.add_option("--max-queue", o->sched.max_queue, "requests waiting beyond them (then 429)")->capture_default_str();
   app.add_option("--ctx", o->sched.n_ctx, "context per request (default: the model's)");
   app.add_option("-t,--threads", o->threads, "threads")->capture_default_str();

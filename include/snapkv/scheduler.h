@@ -10,7 +10,13 @@
 //   - each decode step samples one token for every decoding sequence and runs them through the
 //     model together, so the weights are read once per step.
 // A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
-// context, its deadline or cancellation (a client that went away); its memory is freed at once.
+// context, its deadline or cancellation (a client that went away). Its state then stays in the
+// prompt cache, inside the same KV budget, until the memory is needed (least recently used out
+// first; a running sequence is never evicted): a later request that starts with its tokens (the
+// conversation's next turn, the same document with another question) prefills only the rest. A
+// request that shares a long prefix with one still prefilling waits for it rather than
+// prefilling the same tokens twice. With a context store, states are also saved there and found
+// by other servers and after a restart.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,6 +46,13 @@ struct SchedulerOptions {
   int n_ctx = 0;                       // context per sequence (0: the model's)
   KvType kv_type = KvType::kF16;
   double prefill_slice_s = 0.05;       // prefill time between two decode steps
+  // Keep finished sequences' states (inside kv_memory, least recently used out first) and resume
+  // requests that start with their tokens from them; see engine/prompt_cache.h for the rules.
+  bool prompt_cache = true;
+  // Where states are also saved for other servers and restarts: "" (nowhere), a directory or
+  // "redis://HOST:PORT"; a directory keeps at most context_store_bytes.
+  std::string context_store;
+  size_t context_store_bytes = size_t{20} << 30;
 
   std::string validate() const;
 };
@@ -58,6 +71,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct SequenceStats {
   int n_prompt = 0;
+  int n_cached = 0;  // prompt tokens resumed from a cached state instead of prefilled
   int n_generated = 0;
   double queue_s = 0, prefill_s = 0, decode_s = 0;
   size_t kv_bytes = 0;       // held at the end (compressed)
@@ -114,6 +128,11 @@ struct SchedulerMetrics {
   int running = 0, queued = 0;
   size_t kv_bytes = 0, kv_full_bytes = 0, kv_reserved = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t prefilled_tokens = 0;                 // prompt tokens that went through the model
+  int64_t cached_tokens = 0;                    // prompt tokens resumed from cached states
+  int64_t cache_hits = 0, store_hits = 0;       // requests resumed (store_hits: from the context store)
+  size_t cache_bytes = 0;                       // held by the prompt cache
+  int cache_entries = 0;
   double prefill_s = 0, decode_s = 0;  // loop time spent in prefill pieces and in decode steps
   int64_t decode_steps = 0;
 };

@@ -43,6 +43,20 @@ void check_model(const ContextFile& f, const Model& model) {
 
 }  // namespace
 
+ContextMeta context_identity(const Model& model) {
+  const ModelInfo& hp = model.info();
+  ContextMeta m;
+  m.model_fingerprint = model.impl().fingerprint;
+  m.tokenizer_fingerprint = model.impl().tokenizer_fingerprint;
+  m.model_name = hp.name.empty() ? hp.path : hp.name;
+  m.n_layer = hp.n_layer;
+  m.n_head_kv = hp.n_head_kv;
+  m.head_dim = hp.head_dim;
+  m.n_head = hp.n_head;
+  m.n_vocab = hp.n_vocab;
+  return m;
+}
+
 size_t save_context(const Session& session, const std::string& path, const ContextInfo& notes) {
   const Sequence& seq = session.impl().seq;
   if (seq.prefilling()) fail(ErrorKind::kInvalidArgument, "cannot save a session in the middle of a prefill");
@@ -52,17 +66,9 @@ size_t save_context(const Session& session, const std::string& path, const Conte
   }
   const Model& model = session.model();
   const ModelInfo& hp = model.info();
-  ContextMeta m;
-  m.model_fingerprint = model.impl().fingerprint;
-  m.tokenizer_fingerprint = model.impl().tokenizer_fingerprint;
-  m.model_name = hp.name.empty() ? hp.path : hp.name;
+  ContextMeta m = context_identity(model);
   m.kv_type = seq.kv().type();
-  m.n_layer = hp.n_layer;
-  m.n_head_kv = hp.n_head_kv;
   m.replicate = seq.kv().replicate();
-  m.head_dim = hp.head_dim;
-  m.n_head = hp.n_head;
-  m.n_vocab = hp.n_vocab;
   // Whole: every head holds every token (a press may have kept all of a short prompt).
   const int64_t whole_entries = static_cast<int64_t>(seq.n_past()) * hp.n_layer * hp.n_head_kv;
   m.pressed = seq.kv().entries() != whole_entries;

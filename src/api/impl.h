@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "engine/sequence.h"
+#include "kv/context_file.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "snapkv/model.h"
@@ -34,5 +35,9 @@ struct Session::Impl {
   Impl(const Model& m, const SessionOptions& o, int n_ctx)
       : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press}) {}
 };
+
+// What a context file of this model says about it: its fingerprints, name and shapes (the rest
+// of ContextMeta left default).
+ContextMeta context_identity(const Model& model);
 
 }  // namespace snapkv

@@ -8,7 +8,7 @@ namespace snapkv {
 Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
     : model_(model),
       impl_(std::make_unique<BatchScheduler>(*model.impl().decoder, model.tokenizer(), model.options().threads,
-                                             options)) {}
+                                             options, context_identity(model))) {}
 
 Scheduler::~Scheduler() = default;
 

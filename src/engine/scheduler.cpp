@@ -11,6 +11,14 @@
 #include "util/utf8.h"
 
 namespace snapkv {
+namespace {
+
+// The fewest prompt tokens worth resuming from a cached state (a copy of it is made), and the
+// fewest shared with a running prefill worth waiting for it.
+constexpr int kCacheMin = 32;
+constexpr size_t kShareMin = 256;
+
+}  // namespace
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
@@ -31,6 +39,8 @@ std::string SchedulerOptions::validate() const {
   if (max_queue < 0 || max_queue > 4096) return "the queue length must be between 0 and 4096";
   if (n_ctx < 0) return "the context size must be positive";
   if (!(prefill_slice_s > 0)) return "the prefill slice must be positive";
+  if (!context_store.empty() && !prompt_cache) return "a context store needs the prompt cache";
+  if (!context_store.empty() && context_store_bytes == 0) return "the context store size must be positive";
   return {};
 }
 
@@ -106,6 +116,9 @@ struct BatchScheduler::Running {
   SequenceStats stats;
   Timer timer;  // of the current phase
   bool decoding = false, done = false;
+  bool waiting = true;      // admitted, prefill not begun (it may wait for one sharing its prompt)
+  bool share = false;       // a waiting sequence wants a copy of this one's state after its prefill
+  bool store_hit = false;   // resumed from the context store
 
   Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
@@ -117,10 +130,14 @@ struct BatchScheduler::Running {
   }
 };
 
-BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options)
+BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads,
+                               const SchedulerOptions& options, const ContextMeta& identity)
     : model_(model), tokenizer_(tokenizer), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (!opt_.context_store.empty()) {
+    store_ = std::make_unique<StateStore>(BlobStore::open(opt_.context_store, opt_.context_store_bytes), identity);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -208,6 +225,58 @@ SchedulerMetrics BatchScheduler::metrics() const {
   return metrics_;
 }
 
+std::string BatchScheduler::cache_key(const PressConfig& press) const {
+  return press.describe() + ", kv " + kv_type_name(opt_.kv_type);
+}
+
+bool BatchScheduler::wait_for_shared_prefill(const Running& w, std::vector<std::unique_ptr<Running>>& running) {
+  if (!opt_.prompt_cache || w.req.press.compresses()) return false;
+  const std::span<const int32_t> prompt = w.req.prompt;
+  const size_t worth = std::max<size_t>(kShareMin, prompt.size() / 2);
+  const std::string key = cache_key(w.req.press);
+  const size_t cached = static_cast<size_t>(cache_.peek(key, prompt));
+  for (auto& r : running) {
+    if (r.get() == &w || r->done || r->decoding || r->waiting || r->req.press.compresses() ||
+        cache_key(r->req.press) != key) {
+      continue;
+    }
+    const size_t shared = common_prefix(r->req.prompt, prompt);
+    if (shared >= worth && shared > cached + kShareMin) {
+      r->share = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+void BatchScheduler::start_prefill(Running& r, size_t kv_reserved) {
+  r.waiting = false;
+  if (opt_.prompt_cache) {
+    const std::string key = cache_key(r.req.press);
+    PromptCache::Hit hit = cache_.take(key, r.req.prompt, kCacheMin);
+    if (!hit.seq && store_) {
+      hit = store_->find(key, r.req.prompt, model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, r.req.press});
+      r.store_hit = hit.seq != nullptr;
+    }
+    if (hit.seq) {
+      r.session = std::move(hit.seq);
+      r.stats.n_cached = hit.n_cached;
+    }
+    // The cache gives up what the sequence may need (after the lookup, which may move or copy an
+    // entry into the sequence's own reservation).
+    cache_.evict_to(opt_.kv_memory - std::min(kv_reserved, opt_.kv_memory));
+  }
+  r.timer.reset();
+  r.session->begin_prefill(std::span(r.req.prompt).subspan(static_cast<size_t>(r.stats.n_cached)));
+}
+
+void BatchScheduler::count_start(const Running& r) {
+  metrics_.prefilled_tokens += r.stats.n_prompt - r.stats.n_cached;
+  metrics_.cached_tokens += r.stats.n_cached;
+  metrics_.cache_hits += r.stats.n_cached > 0;
+  metrics_.store_hits += r.store_hit;
+}
+
 void BatchScheduler::end(Running& r, FinishReason reason, std::string error) {
   const std::string rest = r.utf8.flush();
   r.seq->emit(r.stops.push(rest));
@@ -221,7 +290,14 @@ void BatchScheduler::end(Running& r, FinishReason reason, std::string error) {
   }
   r.seq->finish(reason, std::move(error));
   r.done = true;
-  r.session.reset();  // the memory goes back at once
+  // A state that is whole (not cut by an error in a prefill) stays for the requests after it; the
+  // loop evicts what the budget cannot hold once this sequence's reservation is returned.
+  if (opt_.prompt_cache && reason != FinishReason::kError && !r.session->prefilling() && r.session->n_past() > 0) {
+    const std::string key = cache_key(r.req.press);
+    if (store_) store_->save(key, *r.session);
+    cache_.put(key, std::move(r.session));
+  }
+  r.session.reset();
 }
 
 void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
@@ -242,10 +318,10 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
   while (!queue_.empty() && static_cast<int>(running.size()) < opt_.max_batch && !stopping_) {
     Queued& q = queue_.front();
     if (metrics_.kv_reserved + q.reserve > opt_.kv_memory) break;
+    // Its prefill begins in prefill_slice(), outside the lock (a context store may be asked).
     std::unique_ptr<Running> r;
     try {
       r = std::make_unique<Running>(model_, n_ctx_, pool_, opt_.kv_type, q);
-      r->session->begin_prefill(r->req.prompt);
     } catch (const std::exception& e) {
       q.seq->finish(FinishReason::kError, e.what());
       queue_.pop_front();
@@ -267,10 +343,12 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
   // batch, where first come, first served would decode them one after another.
   Timer slice;
   std::vector<Running*> prefilling;
-  while (slice.seconds() < opt_.prefill_slice_s) {
+  for (bool changed = true; slice.seconds() < opt_.prefill_slice_s;) {
+    if (changed) start_waiting(running);  // newly admitted, or a prefill they waited for ended
+    changed = false;
     prefilling.clear();
     for (auto& r : running) {
-      if (!r->done && !r->decoding) prefilling.push_back(r.get());
+      if (!r->done && !r->decoding && !r->waiting) prefilling.push_back(r.get());
     }
     if (prefilling.empty()) break;
     Running& r = *prefilling[prefill_turn_++ % prefilling.size()];
@@ -279,13 +357,39 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
         r.stats.prefill_s = r.timer.seconds();
         r.timer.reset();
         r.decoding = true;
+        changed = true;
+        if (r.share) {
+          // A copy for the sequences waiting for it (the loop keeps the cache within the budget).
+          cache_.put(cache_key(r.req.press), r.session->prefix_copy(r.session->n_past()));
+          r.share = false;
+        }
       }
     } catch (const std::exception& e) {
       end(r, FinishReason::kError, e.what());
+      changed = true;
     }
   }
   std::lock_guard lk(mu_);
   metrics_.prefill_s += slice.seconds();
+}
+
+void BatchScheduler::start_waiting(std::vector<std::unique_ptr<Running>>& running) {
+  for (auto& r : running) {
+    if (r->done || !r->waiting || wait_for_shared_prefill(*r, running)) continue;
+    size_t reserved;
+    {
+      std::lock_guard lk(mu_);
+      reserved = metrics_.kv_reserved;
+    }
+    try {
+      start_prefill(*r, reserved);
+    } catch (const std::exception& e) {
+      end(*r, FinishReason::kError, e.what());
+      continue;
+    }
+    std::lock_guard lk(mu_);
+    count_start(*r);
+  }
 }
 
 void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
@@ -356,6 +460,9 @@ void BatchScheduler::loop() {
     for (auto& r : running) {
       if (r->done) metrics_.kv_reserved -= r->stats.kv_reserved;
     }
+    cache_.evict_to(opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory));
+    metrics_.cache_bytes = cache_.bytes();
+    metrics_.cache_entries = static_cast<int>(cache_.size());
     if (std::erase_if(running, [](const auto& r) { return r->done; }) > 0) {
       lk.unlock();
       release_free_memory();  // the finished sequences' caches: RSS stays flat under load

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "engine/generate.h"
+#include "engine/prompt_cache.h"
 #include "engine/sequence.h"
+#include "engine/state_store.h"
 #include "snapkv/scheduler.h"
 #include "snapkv/tokenizer.h"
 
@@ -17,7 +19,9 @@ namespace snapkv {
 
 class BatchScheduler {
  public:
-  BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options);
+  // identity: the model's fingerprints and shapes, for the context store's files.
+  BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options,
+                 const ContextMeta& identity = {});
   ~BatchScheduler();  // stop()
 
   // Queues a request, or returns why not (the sequence is then null). Throws Error for a request
@@ -35,11 +39,29 @@ class BatchScheduler {
 
  private:
   struct Running;
+  struct Queued {
+    SequenceRequest request;
+    std::shared_ptr<Job> seq;
+    size_t reserve;
+    Clock::time_point since;
+  };
   void loop();
   void admit(std::vector<std::unique_ptr<Running>>& running);
   void prefill_slice(std::vector<std::unique_ptr<Running>>& running);
   void decode_step(std::vector<std::unique_ptr<Running>>& running);
   void end(Running& r, FinishReason reason, std::string error = {});
+  // The prompt cache's key of a request: its press options and the KV type.
+  std::string cache_key(const PressConfig& press) const;
+  // Whether w should wait for a running sequence that is prefilling a long prefix of its prompt,
+  // whose state it could then resume from; marks that sequence to leave a copy when it is done.
+  bool wait_for_shared_prefill(const Running& w, std::vector<std::unique_ptr<Running>>& running);
+  // Begins r's prefill, from the longest cached state of its prompt (the prompt cache's, else the
+  // context store's) when there is one; kv_reserved includes r's reservation.
+  void start_prefill(Running& r, size_t kv_reserved);
+  // Begins the prefills of admitted sequences that need not wait (any more). mu_ not held.
+  void start_waiting(std::vector<std::unique_ptr<Running>>& running);
+  // Counts r's prompt tokens as prefilled or cached. mu_ held.
+  void count_start(const Running& r);
   // Requests that would be left waiting for memory or a slot if one more, of `reserve` bytes,
   // joined the queue and the loop admitted what it can at once (FIFO). mu_ held.
   int n_waiting_with(size_t reserve) const;
@@ -50,15 +72,11 @@ class BatchScheduler {
   int n_ctx_;
   ThreadPool pool_;
   size_t prefill_turn_ = 0;  // round robin over prefilling sequences (loop thread only)
+  PromptCache cache_;        // loop thread only
+  std::unique_ptr<StateStore> store_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  struct Queued {
-    SequenceRequest request;
-    std::shared_ptr<Job> seq;
-    size_t reserve;
-    Clock::time_point since;
-  };
   std::deque<Queued> queue_;
   bool stopping_ = false, draining_ = false;
   SchedulerMetrics metrics_;  // guarded by mu_

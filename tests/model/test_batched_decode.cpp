@@ -223,10 +223,11 @@ TEST(Scheduler, RequestsThatArriveTogetherDecodeInOneBatch) {
   SchedulerOptions o;
   o.prefill_slice_s = 1e-6;  // one prefill piece between two decode steps
   BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
-  const std::vector<int32_t> prompt = fixture_cases().back().prompt;  // 1000 tokens, many pieces
+  std::vector<int32_t> prompt = fixture_cases().back().prompt;  // 1000 tokens, many pieces
   Rejection rejected{};
   std::vector<std::shared_ptr<Job>> seqs;
   for (int i = 0; i < 3; ++i) {
+    prompt[0] = 1000 + i;  // three documents: none resumes from another's state
     seqs.push_back(scheduler.submit(greedy_request(prompt, 16), &rejected));
     ASSERT_TRUE(seqs.back()) << rejected.message;
   }

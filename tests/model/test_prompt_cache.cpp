@@ -1,0 +1,253 @@
+// The scheduler's prompt cache and context store on the default model: a request that resumes
+// from a finished request's state (in memory, or from a directory store by a new scheduler)
+// streams transformers' greedy continuation (greedy_llamacpp.json,
+// tools/reference/make_llamacpp_fixture.py) having prefilled only the rest of its prompt; a
+// pressed state serves only the conversation's next turn; the cache stays within the KV budget;
+// requests for one document that arrive together prefill it once; corrupt stored states are
+// misses.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "snapkv/model.h"
+#include "snapkv/scheduler.h"
+#include "reference_model.h"
+#include "util/utf8.h"
+
+namespace snapkv {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const Model& model() {
+  static const Model m = Model::load(test::default_model_path(), {.threads = 2});
+  return m;
+}
+
+struct Case {
+  std::vector<int32_t> prompt, hf_ids;
+};
+
+// A fixture case whose transformers continuation has no near-tie (margins >= 0.09).
+Case fixture_case(const std::string& name) {
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  for (const json& c : fx["cases"]) {
+    if (c["name"] == name) return {c["prompt_ids"].get<std::vector<int32_t>>(), c["transformers_ids"].get<std::vector<int32_t>>()};
+  }
+  ADD_FAILURE() << "no fixture case " << name;
+  return {};
+}
+
+std::string text_of(std::span<const int32_t> ids) {
+  Utf8Stream utf8;
+  std::string out;
+  for (const int32_t id : ids) out += utf8.push(model().tokenizer().token_piece(id));
+  return out + utf8.flush();
+}
+
+SequenceRequest greedy(std::vector<int32_t> prompt, int max_tokens, PressConfig press = {}) {
+  SequenceRequest r;
+  r.prompt = std::move(prompt);
+  r.params.max_tokens = max_tokens;
+  r.params.stop_at_eog = false;
+  r.press = std::move(press);
+  return r;
+}
+
+struct Result {
+  std::string text;
+  Job::Update last;
+};
+
+Result run(Scheduler& s, SequenceRequest request) {
+  Rejection rejected{};
+  const std::shared_ptr<Job> job = s.submit(std::move(request), &rejected);
+  EXPECT_TRUE(job) << rejected.message;
+  if (!job) return {};
+  Result r;
+  for (;;) {
+    Job::Update u = job->next(1000ms);
+    r.text += u.text;
+    if (u.done) {
+      r.last = std::move(u);
+      EXPECT_EQ(r.last.reason, FinishReason::kLength) << r.last.error;
+      return r;
+    }
+  }
+}
+
+// The metrics once the loop has counted everything that ended.
+SchedulerMetrics settled(const Scheduler& s) {
+  SchedulerMetrics m = s.metrics();
+  for (int i = 0; i < 200 && m.running > 0; ++i, m = s.metrics()) std::this_thread::sleep_for(10ms);
+  return m;
+}
+
+std::vector<int32_t> concat(std::span<const int32_t> a, std::span<const int32_t> b) {
+  std::vector<int32_t> out(a.begin(), a.end());
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+SchedulerOptions f32_options() {
+  SchedulerOptions o;
+  o.kv_type = KvType::kF32;
+  return o;
+}
+
+TEST(PromptCache, ResumedRequestsStreamTransformersGreedyAnswers) {
+  Scheduler s(model(), f32_options());
+  for (const auto& [name, head] : {std::pair{"essay_passage_1000", 600}, std::pair{"essay_passage_500", 300}}) {
+    const Case c = fixture_case(name);
+    const std::string expected = text_of(c.hf_ids);
+    const std::vector<int32_t> first(c.prompt.begin(), c.prompt.begin() + head);
+    EXPECT_EQ(run(s, greedy(first, 1)).last.stats.n_cached, 0) << name;
+    // The document's start is cached; only the rest goes through the model.
+    const Result more = run(s, greedy(c.prompt, static_cast<int>(c.hf_ids.size())));
+    EXPECT_GE(more.last.stats.n_cached, head) << name;
+    EXPECT_EQ(more.text, expected) << name;
+    // The same prompt again: all but its last token are cached (a copy of the longer state).
+    const Result again = run(s, greedy(c.prompt, static_cast<int>(c.hf_ids.size())));
+    EXPECT_EQ(again.last.stats.n_cached, static_cast<int>(c.prompt.size()) - 1) << name;
+    EXPECT_EQ(again.text, expected) << name;
+  }
+  const SchedulerMetrics m = settled(s);
+  EXPECT_EQ(m.cache_hits, 4);
+  EXPECT_EQ(m.prefilled_tokens + m.cached_tokens, m.prompt_tokens);
+  EXPECT_LE(m.prefilled_tokens, 600 + 400 + 1 + 300 + 200 + 1);
+}
+
+TEST(PromptCache, APressedStateServesOnlyTheConversationsNextTurn) {
+  Scheduler s(model(), f32_options());
+  const Case c = fixture_case("essay_passage_1000");
+  PressConfig press;
+  press.press = "snapkv";
+  press.capacity = 128;
+  press.window = 8;
+  // One token: nothing generated goes into the cache, the state holds the prompt's tokens.
+  const Result turn1 = run(s, greedy(c.prompt, 1, press));
+  EXPECT_LT(turn1.last.stats.kv_bytes * 4, turn1.last.stats.kv_full_bytes);
+  const std::vector<int32_t> question = model().tokenizer().encode("\nWhat is this passage about?", false);
+  const Result turn2 = run(s, greedy(concat(c.prompt, question), 8, press));
+  EXPECT_EQ(turn2.last.stats.n_cached, static_cast<int>(c.prompt.size()));
+  EXPECT_EQ(turn2.last.stats.n_generated, 8);
+  EXPECT_LT(turn2.last.stats.kv_bytes * 4, turn2.last.stats.kv_full_bytes) << "the next turn is pressed too";
+  // A prompt that departs from the pressed tokens (or a shorter one) cannot use it: its other
+  // prefixes are gone.
+  std::vector<int32_t> edited = concat(c.prompt, question);
+  edited[500] = edited[500] == 13 ? 14 : 13;
+  EXPECT_EQ(run(s, greedy(edited, 2, press)).last.stats.n_cached, 0);
+  const std::vector<int32_t> shorter(c.prompt.begin(), c.prompt.begin() + 700);
+  EXPECT_EQ(run(s, greedy(shorter, 2, press)).last.stats.n_cached, 0);
+  // Without a press the same requests resume from copies of the shared prefixes.
+  EXPECT_EQ(run(s, greedy(concat(c.prompt, question), 2)).last.stats.n_cached, 0) << "no full-cache state yet";
+  EXPECT_EQ(run(s, greedy(shorter, 2)).last.stats.n_cached, 699);
+  EXPECT_EQ(run(s, greedy(edited, 2)).last.stats.n_cached, 500);
+}
+
+TEST(PromptCache, StaysWithinTheKvBudgetDroppingTheLeastRecentlyUsedFirst) {
+  const Case c = fixture_case("essay_passage_1000");
+  const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 600);
+  const std::vector<int32_t> b(c.prompt.rbegin(), c.prompt.rbegin() + 600);
+  const std::vector<int32_t> d(c.prompt.begin() + 300, c.prompt.begin() + 900);
+  SchedulerOptions o;
+  {
+    Scheduler probe(model(), o);
+    o.kv_memory = probe.kv_bound_bytes(PressConfig{}, 600, 4) * 3 / 2;  // one request and half of a state
+  }
+  Scheduler s(model(), o);
+  auto check = [&](const std::vector<int32_t>& prompt, int cached) {
+    EXPECT_EQ(run(s, greedy(prompt, 2)).last.stats.n_cached, cached);
+    const SchedulerMetrics m = settled(s);
+    EXPECT_LE(m.cache_bytes + m.kv_reserved, o.kv_memory);
+    EXPECT_EQ(m.cache_entries, 1) << "room for one state beside no request";
+  };
+  check(a, 0);
+  check(b, 0);  // a is evicted to make room for b's reservation
+  check(d, 0);
+  check(d, 599);
+  check(a, 0);
+}
+
+TEST(PromptCache, RequestsForOneDocumentArrivingTogetherPrefillItOnce) {
+  Scheduler s(model(), SchedulerOptions{});
+  const Case c = fixture_case("essay_passage_1000");
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* q : {"\nWho wrote this?", "\nSummarize it.", "\nWhat comes next?"}) {
+    prompts.push_back(concat(c.prompt, model().tokenizer().encode(q, false)));
+  }
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& prompt : prompts) {
+    Rejection rejected{};
+    jobs.push_back(s.submit(greedy(prompt, 4), &rejected));
+    ASSERT_TRUE(jobs.back()) << rejected.message;
+  }
+  // The two later requests resume from the first one's state: all they share with it.
+  int expected_cached = 0, total = 0;
+  for (const auto& prompt : prompts) {
+    total += static_cast<int>(prompt.size());
+    if (&prompt == &prompts[0]) continue;
+    expected_cached += static_cast<int>(std::mismatch(prompt.begin(), prompt.end(), prompts[0].begin()).first - prompt.begin());
+  }
+  EXPECT_GE(expected_cached, 2000);
+  int cached = 0;
+  for (const auto& job : jobs) {
+    for (Job::Update u;;) {
+      u = job->next(1000ms);
+      if (!u.done) continue;
+      EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
+      cached += u.stats.n_cached;
+      break;
+    }
+  }
+  EXPECT_EQ(cached, expected_cached);
+  EXPECT_EQ(settled(s).prefilled_tokens, total - expected_cached);
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("snapkv_store_" + std::to_string(::getpid()));
+  TempDir() { fs::remove_all(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(ContextStore, ADirectoryServesANewSchedulerAndACorruptStateIsAMiss) {
+  const TempDir dir;
+  SchedulerOptions o = f32_options();
+  o.context_store = dir.path.string();
+  const Case c = fixture_case("essay_passage_1000");
+  const std::string expected = text_of(c.hf_ids);
+  {
+    Scheduler s(model(), o);
+    run(s, greedy(std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + 800), 1));
+    run(s, greedy(std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + 100), 1));  // too short to store
+  }  // the saves are finished
+  {
+    Scheduler s(model(), o);  // a restart: its own cache is empty
+    const Result r = run(s, greedy(c.prompt, static_cast<int>(c.hf_ids.size())));
+    EXPECT_EQ(r.last.stats.n_cached, 800);
+    EXPECT_EQ(r.text, expected);
+    EXPECT_EQ(settled(s).store_hits, 1);
+  }
+  // Every stored file cut short: a miss, and the answer is the same.
+  int cut = 0;
+  for (const auto& e : fs::directory_iterator(dir.path)) {
+    if (!e.is_regular_file() || e.file_size() < 4096) continue;
+    fs::resize_file(e.path(), e.file_size() / 2);
+    ++cut;
+  }
+  EXPECT_EQ(cut, 2) << "the 800-token state and the 1000-token one saved after it";
+  Scheduler s(model(), o);
+  const Result r = run(s, greedy(c.prompt, static_cast<int>(c.hf_ids.size())));
+  EXPECT_EQ(r.last.stats.n_cached, 0);
+  EXPECT_EQ(r.text, expected);
+  EXPECT_EQ(settled(s).store_hits, 0);
+}
+
+}  // namespace
+}  // namespace snapkv
