@@ -31,7 +31,7 @@ std::string ServerMetrics::prometheus(const SchedulerMetrics& s, size_t kv_budge
   metric("snapkv_prompt_cache_hits_total", "counter", "Requests resumed from a cached state.", s.cache_hits);
   metric("snapkv_context_store_hits_total", "counter", "Requests resumed from a state found in the context store.",
          s.store_hits);
-  metric("snapkv_prompt_cache_bytes", "gauge", "KV bytes held by finished sequences' cached states.", s.cache_bytes);
+  metric("snapkv_prompt_cache_bytes", "gauge", "Bytes held by the cached states of finished sequences (KV cache, window queries, logits).", s.cache_bytes);
   metric("snapkv_prompt_cache_entries", "gauge", "Cached states held.", s.cache_entries);
   metric("snapkv_generated_tokens_total", "counter", "Tokens generated.", s.generated_tokens);
   metric("snapkv_prefill_seconds_total", "counter", "Time the engine spent in prefill.", s.prefill_s);

@@ -49,7 +49,7 @@ PromptCache::Hit PromptCache::take(const std::string& key, std::span<const int32
 }
 
 void PromptCache::put(std::string key, std::unique_ptr<Sequence> seq) {
-  const size_t bytes = seq->kv().allocated_bytes();
+  const size_t bytes = seq->held_bytes();
   bytes_ += bytes;
   entries_.push_front({std::move(key), std::move(seq), bytes});
 }

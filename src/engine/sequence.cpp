@@ -203,6 +203,11 @@ void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<c
   }
 }
 
+size_t Sequence::held_bytes() const {
+  return kv_.allocated_bytes() + (window_ ? window_->bytes() : 0) + (compressor_ ? compressor_->bytes() : 0) +
+         logits_.capacity() * sizeof(float) + tokens_.capacity() * sizeof(int32_t);
+}
+
 std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "prefix_copy: the session has a press");

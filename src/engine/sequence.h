@@ -56,6 +56,8 @@ class Sequence {
   const KvCache& kv() const { return kv_; }
   // Bytes the uncompressed cache would hold for the same tokens (a prefill's included while it runs).
   size_t kv_full_bytes() const;
+  // Memory the session holds: its cache's allocation, window queries and logits.
+  size_t held_bytes() const;
   // Null when the press is "full".
   const Compressor* compressor() const { return compressor_.get(); }
   const Decoder& model() const { return model_; }

@@ -32,6 +32,8 @@ class Compressor final : public LayerObserver {
   // Per layer, the last compression's counts (kept == total where the layer stayed whole).
   const std::vector<LayerKept>& kept() const { return kept_; }
   void reset();
+  // Bytes it holds beside the cache (the window queries, observed sums).
+  size_t bytes() const { return recorder_.bytes(); }
 
  private:
   std::unique_ptr<Press> press_;

@@ -85,6 +85,15 @@ void LayerRecorder::clear() {
   }
 }
 
+size_t LayerRecorder::bytes() const {
+  size_t n = 0;
+  for (size_t il = 0; il < win_q_.size(); ++il) {
+    n += win_q_[il].capacity() * sizeof(float) + win_pos_[il].capacity() * sizeof(int32_t);
+    for (const auto& v : observed_[il]) n += v.capacity() * sizeof(float);
+  }
+  return n;
+}
+
 LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in) {
   LayerKept k;
   for (const KvHeadView& h : in.kv) k.total += h.n;

@@ -36,6 +36,8 @@ class LayerRecorder final : public LayerObserver {
   // Frees layer il's observed sums once it is pressed.
   void release(int il);
   void clear();
+  // Bytes its buffers hold.
+  size_t bytes() const;
 
  private:
   int n_head_, head_dim_;
