@@ -343,21 +343,22 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
   // batch, where first come, first served would decode them one after another.
   Timer slice;
   std::vector<Running*> prefilling;
-  for (bool changed = true; slice.seconds() < opt_.prefill_slice_s;) {
-    if (changed) start_waiting(running);  // newly admitted, or a prefill they waited for ended
-    changed = false;
+  // Newly admitted sequences begin, and so do those waiting for a prefill that just ended (before
+  // the loop may evict the copy it left for them).
+  start_waiting(running);
+  for (;;) {
     prefilling.clear();
     for (auto& r : running) {
       if (!r->done && !r->decoding && !r->waiting) prefilling.push_back(r.get());
     }
     if (prefilling.empty()) break;
     Running& r = *prefilling[prefill_turn_++ % prefilling.size()];
+    bool ended = false;
     try {
       if (r.session->prefill_step()) {
         r.stats.prefill_s = r.timer.seconds();
         r.timer.reset();
-        r.decoding = true;
-        changed = true;
+        r.decoding = ended = true;
         if (r.share) {
           // A copy for the sequences waiting for it (the loop keeps the cache within the budget).
           cache_.put(cache_key(r.req.press), r.session->prefix_copy(r.session->n_past()));
@@ -366,8 +367,10 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
       }
     } catch (const std::exception& e) {
       end(r, FinishReason::kError, e.what());
-      changed = true;
+      ended = true;
     }
+    if (ended) start_waiting(running);
+    if (slice.seconds() >= opt_.prefill_slice_s) break;
   }
   std::lock_guard lk(mu_);
   metrics_.prefill_s += slice.seconds();
