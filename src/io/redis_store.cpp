@@ -110,9 +110,15 @@ void RedisStore::put(const std::string& key, std::span<const uint8_t> value) {
   Reply r(redisCommand(c, "SET %b %b", key.data(), key.size(), value.data(), value.size()));
   if (!r.r) {
     lost(c->errstr);
-  } else if (r.r->type == REDIS_REPLY_ERROR) {
-    fmt::print(stderr, "context store {}: SET refused: {}\n", describe(), std::string(r.r->str, r.r->len));
+    return;
   }
+  const bool refused = r.r->type == REDIS_REPLY_ERROR;  // e.g. maxmemory with noeviction: said once
+  if (refused && !refusing_) {
+    fmt::print(stderr, "context store {}: SET refused ({}); states are not saved meanwhile\n", describe(),
+               std::string(r.r->str, r.r->len));
+  }
+  if (!refused && refusing_) fmt::print(stderr, "context store {}: SET accepted again\n", describe());
+  refusing_ = refused;
 }
 
 }  // namespace snapkv

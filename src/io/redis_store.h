@@ -31,6 +31,7 @@ class RedisStore final : public BlobStore {
   std::mutex mu_;
   redisContext* c_ = nullptr;
   bool away_ = false;
+  bool refusing_ = false;  // the last SET was refused
   std::chrono::steady_clock::time_point retry_at_{};
 };
 
