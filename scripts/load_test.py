@@ -8,8 +8,9 @@ then checks:
   - no 5xx, no broken responses (connection errors, streams without [DONE], invalid JSON);
   - the server process is still alive, and idle again at the end (/metrics: no running or queued
     sequences, no KV bytes reserved);
-  - its RSS (/proc/PID/status VmRSS) grew by less than --max-rss-growth between the end of the
-    warm-up (the first 20% of the requests) and the end;
+  - its RSS (/proc/PID/status VmRSS) less the bytes its prompt cache holds (/metrics; the cache
+    keeps finished requests' states within the KV budget) grew by less than --max-rss-growth between
+    the end of the warm-up (the first 20% of the requests) and the end;
   - no oversubscription: of its threads (HTTP connections, scheduler, pool), at most --threads
     did the work, i.e. used at least a fifth of the busiest thread's CPU time (/proc/PID/task);
   - SIGTERM stops it with exit status 0.
@@ -218,6 +219,8 @@ class Run:
     wall: float = 0.0
     rss_warm: int | None = None
     rss_end: int | None = None
+    cache_warm: int = 0  # the prompt cache's bytes when the RSS was read
+    cache_end: int = 0
     rss_peak: int | None = None
     thread_cpu: list[float] = field(default_factory=list)  # CPU seconds of each server thread
     exit_status: int | None = None
@@ -254,6 +257,7 @@ def run_config(args, corpus: str, config: str) -> Run:
                     finished[0] = time.monotonic()
                     if len(run.results) >= warm_after and not warm_sampled.is_set():
                         run.rss_warm = server.rss_bytes()
+                        run.cache_warm = int(server.metrics().get("snapkv_prompt_cache_bytes", 0))
                         warm_sampled.set()
                     if args.verbose:
                         print(f"  [{config}] client {c:2d} {p.target_tokens:5d} tok {'chat' if p.chat else 'text'} "
@@ -277,6 +281,7 @@ def run_config(args, corpus: str, config: str) -> Run:
             run.failures.append(f"server exited during the run with status {server.proc.returncode}")
         else:
             run.rss_end = server.rss_bytes()
+            run.cache_end = int(server.metrics().get("snapkv_prompt_cache_bytes", 0))
             run.rss_peak = server.peak_rss_bytes()
             check_idle(server, run)
             check_threads(server, run, args.threads)
@@ -290,10 +295,11 @@ def run_config(args, corpus: str, config: str) -> Run:
             print(f"  [{config}] note: {n4} 4xx: " + "; ".join(
                 sorted({f'{r.status} {r.error}' for r in run.results if r.kind == '4xx'})[:5]))
         if run.rss_warm and run.rss_end:
-            growth = run.rss_end / run.rss_warm - 1
+            growth = rss_growth(run)
             if growth >= args.max_rss_growth:
-                run.failures.append(f"RSS grew {growth:.1%} (limit {args.max_rss_growth:.0%}): "
-                                    f"{mib(run.rss_warm)} after warm-up, {mib(run.rss_end)} at the end")
+                run.failures.append(f"RSS less the prompt cache grew {growth:.1%} (limit {args.max_rss_growth:.0%}): "
+                                    f"{mib(run.rss_warm)} - {mib(run.cache_warm)} after warm-up, "
+                                    f"{mib(run.rss_end)} - {mib(run.cache_end)} at the end")
         elif server.alive():
             run.failures.append("could not read VmRSS from /proc")
         if server.alive():
@@ -305,6 +311,11 @@ def run_config(args, corpus: str, config: str) -> Run:
     finally:
         server.cleanup()
     return run
+
+
+def rss_growth(run: Run) -> float:
+    """RSS growth from warm-up to the end, the prompt cache's bytes left out of both."""
+    return (run.rss_end - run.cache_end) / (run.rss_warm - run.cache_warm) - 1
 
 
 def check_idle(server: SnapkvServer, run: Run):
@@ -363,7 +374,7 @@ def print_table(runs: list[Run]):
         lat = [r.latency for r in ok]
         ttft = [r.ttft for r in ok if r.ttft is not None]
         kv, full = sum(r.kv_bytes for r in ok), sum(r.kv_full_bytes for r in ok)
-        growth = f"{run.rss_end / run.rss_warm - 1:+.1%}" if run.rss_warm and run.rss_end else "-"
+        growth = f"{rss_growth(run):+.1%}" if run.rss_warm and run.rss_end else "-"
         rows.append([run.config, str(len(run.results)), str(len(ok)), str(kinds.count("4xx")), str(kinds.count("5xx")),
                      str(kinds.count("err")), f"{run.wall:.1f}", f"{gen / run.wall:.1f}" if run.wall else "-",
                      f"{percentile(lat, 0.5):.2f}", f"{percentile(lat, 0.95):.2f}", f"{percentile(ttft, 0.5):.2f}",
