@@ -441,7 +441,7 @@ def shutdown_checks(binary: str, model: str, checks: Checks):
         server = SnapkvServer(binary, model, ["-t", "2", "--max-batch", "1"])
         try:
             busy = connect(server.port)
-            busy.sendall(post("/v1/completions", json.dumps({"prompt": "1, 2, 3,", "max_tokens": 300, "temperature": 0})))
+            busy.sendall(post("/v1/completions", json.dumps({"prompt": "1, 2, 3,", "max_tokens": 3000, "temperature": 0})))
             time.sleep(0.5)
             with connect(server.port) as s:
                 s.sendall(post(CHAT, chat_json(max_tokens=2, stream=True)))
