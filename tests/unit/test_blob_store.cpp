@@ -3,7 +3,6 @@
 // server that is not there is a quick miss, never an error (the real Redis server is exercised by
 // tests/server/context_store_test.py).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "io/blob_store.h"
+#include "support/temp_dir.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -20,14 +20,8 @@ namespace fs = std::filesystem;
 
 std::vector<uint8_t> bytes(size_t n, uint8_t v) { return std::vector<uint8_t>(n, v); }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("snapkv_blobs_" + std::to_string(::getpid()));
-  TempDir() { fs::remove_all(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 TEST(DirStore, KeepsValuesAcrossInstancesAndDropsTheLeastRecentlyUsedBeyondItsSize) {
-  const TempDir dir;
+  const test::TempDir dir("blobs");
   {
     auto store = BlobStore::open((dir.path / "sub").string(), 10000);
     store->put("snapkv:1:state:a", bytes(4000, 1));
@@ -54,7 +48,7 @@ TEST(DirStore, KeepsValuesAcrossInstancesAndDropsTheLeastRecentlyUsedBeyondItsSi
 }
 
 TEST(DirStore, ADirectoryThatCannotBeMadeIsAClearError) {
-  const TempDir dir;
+  const test::TempDir dir("blobs");
   fs::create_directories(dir.path);
   { std::ofstream(dir.path / "file") << "x"; }
   try {
