@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,12 @@
 
 namespace snapkv {
 namespace fs = std::filesystem;
+namespace {
+
+// A temporary file this old belongs to a writer that died (a live one writes a state in seconds).
+constexpr auto kStaleTemp = std::chrono::hours(1);
+
+}  // namespace
 
 DirStore::DirStore(std::string dir, size_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {
   std::error_code ec;
@@ -79,8 +86,13 @@ void DirStore::trim() {
   std::vector<File> files;
   uintmax_t total = 0;
   std::error_code ec;
+  const fs::file_time_type now = fs::file_time_type::clock::now();
   for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
-    if (!e.is_regular_file(ec) || e.path().filename().string().find(".tmp-") != std::string::npos) continue;
+    if (!e.is_regular_file(ec)) continue;
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) {
+      if (now - e.last_write_time(ec) > kStaleTemp) fs::remove(e.path(), ec);
+      continue;
+    }
     files.push_back({e.path(), e.last_write_time(ec), e.file_size(ec)});
     total += files.back().size;
   }

@@ -2,7 +2,8 @@
 // A BlobStore in a directory: one file per key, written atomically (util/atomic_file.h); reading a
 // file touches it, and files beyond the size limit go least recently used first (the directory is
 // measured at the start and whenever the bytes written since say it may be over the limit, so
-// several servers may share it).
+// several servers may share it; a killed writer's temporary file goes at the next measure after
+// an hour).
 #include <mutex>
 
 #include "io/blob_store.h"
@@ -18,7 +19,8 @@ class DirStore final : public BlobStore {
   std::string describe() const override { return dir_; }
 
  private:
-  // Measures the directory; beyond max_bytes_, removes least recently used files. mu_ held.
+  // Measures the directory; beyond max_bytes_, removes least recently used files. Removes the
+  // temporary files of writers that died (over an hour old). mu_ held.
   void trim();
   std::string path(const std::string& key) const;
   std::string dir_;

@@ -47,6 +47,18 @@ TEST(DirStore, KeepsValuesAcrossInstancesAndDropsTheLeastRecentlyUsedBeyondItsSi
   EXPECT_EQ(files, 2) << "no temporary files left";
 }
 
+TEST(DirStore, ATemporaryFileOfAWriterThatDiedGoesAfterAnHour) {
+  const test::TempDir dir("blobs");
+  fs::create_directories(dir.path);
+  const fs::path stale = dir.path / "k.tmp-123-456", fresh = dir.path / "k.tmp-789-1";
+  { std::ofstream(stale) << "half a state"; }
+  { std::ofstream(fresh) << "being written"; }
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::minutes(61));
+  BlobStore::open(dir.path.string(), 1000);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh)) << "a writer may still be writing it";
+}
+
 TEST(DirStore, ADirectoryThatCannotBeMadeIsAClearError) {
   const test::TempDir dir("blobs");
   fs::create_directories(dir.path);
