@@ -83,12 +83,12 @@ int run_on_context(const RunOptions& o, const Model& model, SessionOptions so, c
   const std::vector<std::string> questions = read_questions(o);
   Timer load_timer;
   ContextInfo info;
-  std::vector<Session> sessions;
-  for (size_t i = 0; i < questions.size(); ++i) sessions.push_back(load_context(model, o.context_file, so, &info));
+  std::vector<Session> sessions =
+      load_contexts(model, o.context_file, static_cast<int>(questions.size()), so, &info);
   const double load_s = load_timer.seconds();
-  fmt::print(stderr, "context: {} ({} tokens, {}, {} on disk), loaded {} time(s) in {:.3f} s\n", o.context_file,
-             info.n_tokens, info.pressed ? "pressed: " + info.press : "whole cache", format_bytes(info.file_bytes),
-             questions.size(), load_s);
+  fmt::print(stderr, "context: {} ({} tokens, {}, {} on disk), loaded for {} question(s) in {:.3f} s\n",
+             o.context_file, info.n_tokens, info.pressed ? "pressed: " + info.press : "whole cache",
+             format_bytes(info.file_bytes), questions.size(), load_s);
   if (so.press.compresses()) fmt::print(stderr, "KV cache: pressed per question, {}\n", so.press.describe());
   std::vector<std::vector<int32_t>> prompts;
   std::vector<Session*> ptrs;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "snapkv/model.h"
 #include "snapkv/session.h"
@@ -50,6 +51,11 @@ size_t save_context(const Session& session, const std::string& path, const Conte
 // (h2o, per_query_head); Error(kOutOfRange) when the context does not fit n_ctx.
 Session load_context(const Model& model, const std::string& path, SessionOptions options = {},
                      ContextInfo* info = nullptr);
+
+// n sessions on the state saved in path (read and checked once), e.g. one per question; as
+// load_context otherwise.
+std::vector<Session> load_contexts(const Model& model, const std::string& path, int n, SessionOptions options = {},
+                                   ContextInfo* info = nullptr);
 
 // What a context file holds, validated (Error(kBadFile) as load_context), without a model.
 ContextInfo inspect_context(const std::string& path);

@@ -81,6 +81,12 @@ size_t save_context(const Session& session, const std::string& path, const Conte
 }
 
 Session load_context(const Model& model, const std::string& path, SessionOptions options, ContextInfo* info) {
+  return std::move(load_contexts(model, path, 1, options, info).front());
+}
+
+std::vector<Session> load_contexts(const Model& model, const std::string& path, int n, SessionOptions options,
+                                   ContextInfo* info) {
+  if (n < 1) fail(ErrorKind::kInvalidArgument, "load_contexts: {} sessions", n);
   const std::unique_ptr<ContextFile> f = ContextFile::open(path);
   check_model(*f, model);
   const ContextMeta& m = f->meta();
@@ -92,14 +98,18 @@ Session load_context(const Model& model, const std::string& path, SessionOptions
     fail(ErrorKind::kUnsupported, "gqa per_query_head cannot press a saved context (its cache holds one copy per KV head)");
   }
   options.kv_type = m.kv_type;
-  Session s(model, options);
-  if (f->tokens().size() >= static_cast<size_t>(s.n_ctx())) {
-    fail(ErrorKind::kOutOfRange, "{} holds {} tokens; the context of {} leaves no room for a question", path,
-         f->tokens().size(), s.n_ctx());
+  std::vector<Session> sessions;
+  for (int i = 0; i < n; ++i) {
+    Session s(model, options);
+    if (f->tokens().size() >= static_cast<size_t>(s.n_ctx())) {
+      fail(ErrorKind::kOutOfRange, "{} holds {} tokens; the context of {} leaves no room for a question", path,
+           f->tokens().size(), s.n_ctx());
+    }
+    s.impl().seq.adopt(f->cache(), f->tokens(), f->logits(), f->windows());
+    sessions.push_back(std::move(s));
   }
-  s.impl().seq.adopt(f->cache(), f->tokens(), f->logits(), f->windows());
   if (info) *info = info_of(*f);
-  return s;
+  return sessions;
 }
 
 ContextInfo inspect_context(const std::string& path) { return info_of(*ContextFile::open(path)); }

@@ -1,7 +1,8 @@
 // Context files on the default model (snapkv/context.h): a whole cache saved and pressed when the
 // question comes keeps the entries, and answers the words, of one prefill of document and question;
-// a pressed cache saved and loaded answers as the session that pressed it (question-agnostic); a
-// file made with another model or tokenizer, or asked for a press it cannot take, is refused.
+// several sessions loaded from one read hold the same; a pressed cache saved and loaded answers as
+// the session that pressed it (question-agnostic); a file made with another model or tokenizer, or
+// asked for a press it cannot take, is refused.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -106,6 +107,11 @@ TEST(ContextReuse, WholeContextPressedAtTheQuestionEqualsOnePrefill) {
   Session full(model(), opts(2048));
   Session reused = load_context(model(), path, opts(2048));
   EXPECT_EQ(greedy(reused, q), greedy(full, all));
+  // Sessions for several questions from one read of the file: each holds what one load gives.
+  std::vector<Session> many = load_contexts(model(), path, 2, opts(2048, snapkv_press(256)));
+  ASSERT_EQ(many.size(), 2u);
+  for (Session& s : many) EXPECT_EQ(greedy(s, q), expect);
+  EXPECT_THROW((void)load_contexts(model(), path, 0), Error);
   fs::remove(path);
 }
 
