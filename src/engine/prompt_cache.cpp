@@ -48,6 +48,23 @@ PromptCache::Hit PromptCache::take(const std::string& key, std::span<const int32
   return hit;
 }
 
+PromptCache::Hit PromptCache::copy_whole(const std::string& key, std::span<const int32_t> prompt, int min_tokens,
+                                         size_t max_bytes) {
+  auto best = entries_.end();
+  int n_best = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    const int n = serves(*it, prompt);
+    if (it->key == key && !it->seq->compressor() && n > n_best && static_cast<size_t>(n) == it->seq->tokens().size() &&
+        it->bytes <= max_bytes) {
+      best = it;
+      n_best = n;
+    }
+  }
+  if (best == entries_.end() || n_best < std::max(1, min_tokens)) return {};
+  entries_.splice(entries_.begin(), entries_, best);
+  return {best->seq->prefix_copy(n_best), n_best};
+}
+
 void PromptCache::put(std::string key, std::unique_ptr<Sequence> seq) {
   const size_t bytes = seq->held_bytes();
   bytes_ += bytes;

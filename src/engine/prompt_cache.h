@@ -34,6 +34,10 @@ class PromptCache {
   // The state that holds most of prompt's first tokens (at most all but the last, which must go
   // through the model for the next token's logits), at least min_tokens of them.
   Hit take(const std::string& key, std::span<const int32_t> prompt, int min_tokens);
+  // A copy of the longest state without a press whose tokens all begin prompt (and leave at least
+  // its last token), at least min_tokens of them, of at most max_bytes; the entry stays. For a
+  // request with a press, which presses the copy with its own tokens.
+  Hit copy_whole(const std::string& key, std::span<const int32_t> prompt, int min_tokens, size_t max_bytes);
   // The most of prompt's first tokens take() would serve (0: none), without touching anything.
   int peek(const std::string& key, std::span<const int32_t> prompt) const;
   void put(std::string key, std::unique_ptr<Sequence> seq);

@@ -231,6 +231,21 @@ std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
   return s;
 }
 
+std::unique_ptr<Sequence> Sequence::hand_to(const PressConfig& press) {
+  check_idle();
+  if (compressor_) fail(ErrorKind::kInvalidArgument, "hand_to: the session has a press");
+  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press});
+  const std::vector<WindowQueries> w = windows();
+  try {
+    s->adopt(std::move(kv_), tokens_, logits_, w);
+  } catch (...) {
+    reset();
+    throw;
+  }
+  reset();
+  return s;
+}
+
 std::vector<WindowQueries> Sequence::windows() const {
   std::vector<WindowQueries> out;
   if (!window_ || tokens_.empty()) return out;

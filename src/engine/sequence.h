@@ -82,6 +82,11 @@ class Sequence {
   // cached prompt shared by another request); the logits too when n == n_past, else the next call
   // must be a prefill. Error(kInvalidArgument) for a session with a press or in a prefill.
   std::unique_ptr<Sequence> prefix_copy(int n) const;
+  // This session's state (no press, idle, holding its window) moved into a new session with press,
+  // which presses it at its next prefill as one prefill of all the tokens would; this one is left
+  // empty (also on Error(kUnsupported): a press that needs a wider window or every query's
+  // attention).
+  std::unique_ptr<Sequence> hand_to(const PressConfig& press);
 
  private:
   void run(std::span<const int32_t> tokens, LogitsMode mode, bool compress,
