@@ -1,10 +1,13 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <utility>
 
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
+#include "kv/press.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "snapkv/timer.h"
@@ -17,6 +20,11 @@ namespace {
 // fewest shared with a running prefill worth waiting for it.
 constexpr int kCacheMin = 32;
 constexpr size_t kShareMin = 256;
+// How long an idle server waking for a pressed request with a long prompt waits for the requests
+// sent with it, so that they are admitted together and can share their document's prefill.
+constexpr auto kGather = std::chrono::milliseconds(10);
+
+size_t minus(size_t a, size_t b) { return a - std::min(a, b); }
 
 }  // namespace
 
@@ -119,6 +127,10 @@ struct BatchScheduler::Running {
   bool waiting = true;      // admitted, prefill not begun (it may wait for one sharing its prompt)
   bool share = false;       // a waiting sequence wants a copy of this one's state after its prefill
   bool store_hit = false;   // resumed from the context store
+  // > 0: prefilling the prompt's first doc_len tokens without its press, for the pressed requests
+  // admitted with it that share them; then its press goes on from that state.
+  int doc_len = 0;
+  size_t extra = 0;  // bytes reserved beyond stats.kv_reserved while its prefill holds a whole cache
 
   Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
@@ -229,9 +241,34 @@ std::string BatchScheduler::cache_key(const PressConfig& press) const {
   return press.describe() + ", kv " + kv_type_name(opt_.kv_type);
 }
 
+bool BatchScheduler::shares_document(const PressConfig& press) const {
+  return opt_.prompt_cache && press.compresses() && press.gqa != GqaReduce::kPerQueryHead &&
+         !make_press(press)->needs_observed_attention();
+}
+
+int BatchScheduler::shared_document(const Running& r, const std::vector<std::unique_ptr<Running>>& running) const {
+  // The shortest of the long prefixes others share with r, so that all of them can follow.
+  const std::span<const int32_t> prompt = r.req.prompt;
+  const size_t worth = std::max<size_t>(kShareMin, prompt.size() / 2);
+  size_t doc = 0;
+  for (const auto& x : running) {
+    if (x.get() == &r || x->done || !x->waiting || !shares_document(x->req.press)) continue;
+    const size_t n = std::min({common_prefix(x->req.prompt, prompt), x->req.prompt.size() - 1, prompt.size() - 1});
+    if (n >= worth && (doc == 0 || n < doc)) doc = n;
+  }
+  return static_cast<int>(doc);
+}
+
 bool BatchScheduler::wait_for_shared_prefill(const Running& w, std::vector<std::unique_ptr<Running>>& running) {
-  if (!opt_.prompt_cache || w.req.press.compresses()) return false;
+  if (!opt_.prompt_cache) return false;
   const std::span<const int32_t> prompt = w.req.prompt;
+  if (w.req.press.compresses()) {
+    if (!shares_document(w.req.press)) return false;
+    return std::any_of(running.begin(), running.end(), [&](const auto& r) {
+      return r.get() != &w && !r->done && r->doc_len > 0 && static_cast<size_t>(r->doc_len) < prompt.size() &&
+             common_prefix(r->req.prompt, prompt) >= static_cast<size_t>(r->doc_len);
+    });
+  }
   const size_t worth = std::max<size_t>(kShareMin, prompt.size() / 2);
   const std::string key = cache_key(w.req.press);
   const size_t cached = static_cast<size_t>(cache_.peek(key, prompt));
@@ -249,28 +286,56 @@ bool BatchScheduler::wait_for_shared_prefill(const Running& w, std::vector<std::
   return false;
 }
 
-void BatchScheduler::start_prefill(Running& r, size_t kv_reserved) {
+void BatchScheduler::start_prefill(Running& r, size_t kv_reserved, const std::vector<std::unique_ptr<Running>>& running) {
   r.waiting = false;
+  const std::span<const int32_t> prompt = r.req.prompt;
   if (opt_.prompt_cache) {
     const std::string key = cache_key(r.req.press);
-    PromptCache::Hit hit = cache_.take(key, r.req.prompt, kCacheMin);
+    PromptCache::Hit hit = cache_.take(key, prompt, kCacheMin);
     if (!hit.seq && store_) {
-      hit = store_->find(key, r.req.prompt, model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, r.req.press});
+      hit = store_->find(key, prompt, model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, r.req.press});
       r.store_hit = hit.seq != nullptr;
+    }
+    // What r may hold while the others keep their reservations.
+    const size_t room = minus(opt_.kv_memory, kv_reserved) + r.stats.kv_reserved;
+    if (!hit.seq && shares_document(r.req.press)) {
+      // A whole state of its document (left by a request admitted with it): pressed with r's own
+      // tokens as one prefill of its prompt would press it.
+      hit = cache_.copy_whole(cache_key(PressConfig{}), prompt, kShareMin, room);
+      if (hit.seq) {
+        r.extra = minus(hit.seq->held_bytes(), r.stats.kv_reserved);
+        try {
+          hit.seq = hit.seq->hand_to(r.req.press);
+        } catch (const Error&) {  // its press wants a wider window than the state holds
+          hit = {};
+          r.extra = 0;
+        }
+      }
     }
     if (hit.seq) {
       r.session = std::move(hit.seq);
       r.stats.n_cached = hit.n_cached;
+    } else if (const int doc = shares_document(r.req.press) ? shared_document(r, running) : 0;
+               doc > 0 && 2 * kv_bound_bytes(PressConfig{}, doc, 0) <= room) {
+      // Pressed requests admitted with it share its first doc tokens: they go in once, without a
+      // press (and with r's window), for all of them (room for that state and one copy).
+      r.doc_len = doc;
+      r.extra = minus(kv_bound_bytes(PressConfig{}, doc, 0), r.stats.kv_reserved);
+      PressConfig whole;
+      whole.window = r.req.press.window;
+      r.session = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, whole});
     }
     // The cache gives up what the sequence may need (after the lookup, which may move or copy an
     // entry into the sequence's own reservation).
-    cache_.evict_to(opt_.kv_memory - std::min(kv_reserved, opt_.kv_memory));
+    cache_.evict_to(minus(opt_.kv_memory, kv_reserved + r.extra));
   }
   r.timer.reset();
-  r.session->begin_prefill(std::span(r.req.prompt).subspan(static_cast<size_t>(r.stats.n_cached)));
+  r.session->begin_prefill(r.doc_len > 0 ? prompt.first(static_cast<size_t>(r.doc_len))
+                                         : prompt.subspan(static_cast<size_t>(r.stats.n_cached)));
 }
 
 void BatchScheduler::count_start(const Running& r) {
+  metrics_.kv_reserved += r.extra;
   metrics_.prefilled_tokens += r.stats.n_prompt - r.stats.n_cached;
   metrics_.cached_tokens += r.stats.n_cached;
   metrics_.cache_hits += r.stats.n_cached > 0;
@@ -355,7 +420,17 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
     Running& r = *prefilling[prefill_turn_++ % prefilling.size()];
     bool ended = false;
     try {
-      if (r.session->prefill_step()) {
+      if (!r.session->prefill_step()) {
+        // more to come
+      } else if (r.doc_len > 0) {
+        // The shared document is in: a copy for the requests waiting for it, and r goes on with its
+        // press and the rest of its prompt.
+        cache_.put(cache_key(PressConfig{}), r.session->prefix_copy(r.session->n_past()));
+        r.session = r.session->hand_to(r.req.press);
+        r.session->begin_prefill(std::span(r.req.prompt).subspan(static_cast<size_t>(r.doc_len)));
+        r.doc_len = 0;
+        ended = true;
+      } else {
         r.stats.prefill_s = r.timer.seconds();
         r.timer.reset();
         r.decoding = ended = true;
@@ -364,6 +439,8 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
           cache_.put(cache_key(r.req.press), r.session->prefix_copy(r.session->n_past()));
           r.share = false;
         }
+        std::lock_guard lk(mu_);
+        metrics_.kv_reserved -= std::exchange(r.extra, 0);
       }
     } catch (const std::exception& e) {
       end(r, FinishReason::kError, e.what());
@@ -385,7 +462,7 @@ void BatchScheduler::start_waiting(std::vector<std::unique_ptr<Running>>& runnin
       reserved = metrics_.kv_reserved;
     }
     try {
-      start_prefill(*r, reserved);
+      start_prefill(*r, reserved, running);
     } catch (const std::exception& e) {
       end(*r, FinishReason::kError, e.what());
       continue;
@@ -438,7 +515,12 @@ void BatchScheduler::loop() {
   for (;;) {
     {
       std::unique_lock lk(mu_);
+      const bool idle = running.empty();
       cv_.wait(lk, [&] { return stopping_ || !running.empty() || !queue_.empty(); });
+      if (idle && !queue_.empty() && queue_.front().request.press.compresses() &&
+          queue_.front().request.prompt.size() >= 2 * kShareMin) {
+        cv_.wait_for(lk, kGather, [&] { return stopping_; });
+      }
       if (stopping_) break;
     }
     const Clock::time_point now = Clock::now();
@@ -461,7 +543,7 @@ void BatchScheduler::loop() {
     }
     std::unique_lock lk(mu_);
     for (auto& r : running) {
-      if (r->done) metrics_.kv_reserved -= r->stats.kv_reserved;
+      if (r->done) metrics_.kv_reserved -= r->stats.kv_reserved + r->extra;
     }
     cache_.evict_to(opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory));
     metrics_.cache_bytes = cache_.bytes();

@@ -53,11 +53,20 @@ class BatchScheduler {
   // The prompt cache's key of a request: its press options and the KV type.
   std::string cache_key(const PressConfig& press) const;
   // Whether w should wait for a running sequence that is prefilling a long prefix of its prompt,
-  // whose state it could then resume from; marks that sequence to leave a copy when it is done.
+  // whose state it could then resume from; marks that sequence to leave a copy when it is done (a
+  // sequence prefilling a shared document leaves one anyway).
   bool wait_for_shared_prefill(const Running& w, std::vector<std::unique_ptr<Running>>& running);
+  // Whether a request with press can share a whole state of its document with others (the press
+  // can press a saved cache).
+  bool shares_document(const PressConfig& press) const;
+  // How many of r's first tokens the other waiting requests that could share a whole state start
+  // with: the shortest of the shared prefixes worth a shared prefill (0: none).
+  int shared_document(const Running& r, const std::vector<std::unique_ptr<Running>>& running) const;
   // Begins r's prefill, from the longest cached state of its prompt (the prompt cache's, else the
-  // context store's) when there is one; kv_reserved includes r's reservation.
-  void start_prefill(Running& r, size_t kv_reserved);
+  // context store's, else for a pressed request a whole state of its first tokens) when there is
+  // one; else, for a pressed request sharing its document with others admitted with it, a prefill
+  // of that document without the press first. kv_reserved includes r's reservation.
+  void start_prefill(Running& r, size_t kv_reserved, const std::vector<std::unique_ptr<Running>>& running);
   // Begins the prefills of admitted sequences that need not wait (any more). mu_ not held.
   void start_waiting(std::vector<std::unique_ptr<Running>>& running);
   // Counts r's prompt tokens as prefilled or cached. mu_ held.

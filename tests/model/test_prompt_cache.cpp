@@ -3,8 +3,8 @@
 // streams transformers' greedy continuation (greedy_llamacpp.json,
 // tools/reference/make_llamacpp_fixture.py) having prefilled only the rest of its prompt; a
 // pressed state serves only the conversation's next turn; the cache stays within the KV budget;
-// requests for one document that arrive together prefill it once; corrupt stored states are
-// misses.
+// requests for one document that arrive together prefill it once (pressed ones admitted together
+// too, each answering as its own pressed prefill would); corrupt stored states are misses.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -210,6 +210,73 @@ TEST(PromptCache, RequestsForOneDocumentArrivingTogetherPrefillItOnce) {
   }
   EXPECT_EQ(cached, expected_cached);
   EXPECT_EQ(settled(s).prefilled_tokens, total - expected_cached);
+}
+
+TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
+  const Case c = fixture_case("essay_passage_1000");
+  PressConfig press;
+  press.press = "snapkv";
+  press.capacity = 128;
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* q : {"\nWho wrote this?", "\nSummarize it.", "\nWhat comes next?"}) {
+    prompts.push_back(concat(c.prompt, model().tokenizer().encode(q, false)));
+  }
+  // Each answered alone, without the cache: one pressed prefill of its whole prompt.
+  SchedulerOptions alone;
+  alone.prompt_cache = false;
+  Scheduler solo(model(), alone);
+  std::vector<std::string> expected;
+  for (const auto& prompt : prompts) expected.push_back(run(solo, greedy(prompt, 8, press)).text);
+
+  // A full-cache request holding the whole budget keeps the three queued; when it is cancelled
+  // they are admitted together.
+  const std::vector<int32_t> hello(c.prompt.begin(), c.prompt.begin() + 8);
+  size_t pressed = 0;
+  for (const auto& prompt : prompts) pressed += solo.kv_bound_bytes(press, static_cast<int64_t>(prompt.size()), 8);
+  SchedulerOptions o;
+  o.kv_memory = solo.kv_bound_bytes(PressConfig{}, 8, 8000);
+  ASSERT_GE(o.kv_memory, pressed + 5 * solo.kv_bound_bytes(PressConfig{}, static_cast<int64_t>(c.prompt.size()), 0))
+      << "room for the document's whole state and copies of it";
+  Scheduler s(model(), o);
+  Rejection rejected{};
+  const std::shared_ptr<Job> blocker = s.submit(greedy(hello, 8000), &rejected);
+  ASSERT_TRUE(blocker) << rejected.message;
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& prompt : prompts) {
+    jobs.push_back(s.submit(greedy(prompt, 8, press), &rejected));
+    ASSERT_TRUE(jobs.back()) << rejected.message;
+  }
+  SchedulerMetrics before = s.metrics();
+  for (int i = 0; i < 200 && before.running == 0; ++i, before = s.metrics()) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(before.running, 1);
+  EXPECT_EQ(before.queued, 3);
+  blocker->cancel();
+  size_t doc = prompts[0].size();
+  for (const auto& prompt : prompts) {
+    doc = std::min(doc, static_cast<size_t>(std::mismatch(prompt.begin(), prompt.end(), prompts[0].begin()).first -
+                                            prompt.begin()));
+  }
+  EXPECT_GE(doc, c.prompt.size());
+  int cached = 0, total = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::string text;
+    for (Job::Update u;;) {
+      u = jobs[i]->next(1000ms);
+      text += u.text;
+      if (!u.done) continue;
+      EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
+      EXPECT_LT(u.stats.kv_bytes * 4, u.stats.kv_full_bytes) << "pressed";
+      cached += u.stats.n_cached;
+      break;
+    }
+    total += static_cast<int>(prompts[i].size());
+    EXPECT_EQ(text, expected[i]) << "request " << i << ": the answer of its own pressed prefill";
+  }
+  // The first admitted prefilled the document (without its press) for the two others.
+  EXPECT_EQ(cached, 2 * static_cast<int>(doc));
+  const SchedulerMetrics m = settled(s);
+  EXPECT_EQ(m.prefilled_tokens, 8 + total - 2 * static_cast<int>(doc));
+  EXPECT_EQ(m.kv_reserved, 0u) << "every reservation, extra ones included, is returned";
 }
 
 TEST(ContextStore, ADirectoryServesANewSchedulerAndACorruptStateIsAMiss) {
