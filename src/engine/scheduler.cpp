@@ -517,8 +517,8 @@ void BatchScheduler::loop() {
       std::unique_lock lk(mu_);
       const bool idle = running.empty();
       cv_.wait(lk, [&] { return stopping_ || !running.empty() || !queue_.empty(); });
-      if (idle && !queue_.empty() && queue_.front().request.press.compresses() &&
-          queue_.front().request.prompt.size() >= 2 * kShareMin) {
+      if (idle && !queue_.empty() && queue_.front().request.prompt.size() >= 2 * kShareMin &&
+          shares_document(queue_.front().request.press)) {
         cv_.wait_for(lk, kGather, [&] { return stopping_; });
       }
       if (stopping_) break;

@@ -228,55 +228,64 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
   std::vector<std::string> expected;
   for (const auto& prompt : prompts) expected.push_back(run(solo, greedy(prompt, 8, press)).text);
 
-  // A full-cache request holding the whole budget keeps the three queued; when it is cancelled
-  // they are admitted together.
-  const std::vector<int32_t> hello(c.prompt.begin(), c.prompt.begin() + 8);
-  size_t pressed = 0;
-  for (const auto& prompt : prompts) pressed += solo.kv_bound_bytes(press, static_cast<int64_t>(prompt.size()), 8);
-  SchedulerOptions o;
-  o.kv_memory = solo.kv_bound_bytes(PressConfig{}, 8, 8000);
-  ASSERT_GE(o.kv_memory, pressed + 5 * solo.kv_bound_bytes(PressConfig{}, static_cast<int64_t>(c.prompt.size()), 0))
-      << "room for the document's whole state and copies of it";
-  Scheduler s(model(), o);
-  Rejection rejected{};
-  const std::shared_ptr<Job> blocker = s.submit(greedy(hello, 8000), &rejected);
-  ASSERT_TRUE(blocker) << rejected.message;
-  std::vector<std::shared_ptr<Job>> jobs;
-  for (const auto& prompt : prompts) {
-    jobs.push_back(s.submit(greedy(prompt, 8, press), &rejected));
-    ASSERT_TRUE(jobs.back()) << rejected.message;
-  }
-  SchedulerMetrics before = s.metrics();
-  for (int i = 0; i < 200 && before.running == 0; ++i, before = s.metrics()) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(before.running, 1);
-  EXPECT_EQ(before.queued, 3);
-  blocker->cancel();
   size_t doc = prompts[0].size();
+  int total = 0;
+  size_t pressed = 0;
   for (const auto& prompt : prompts) {
     doc = std::min(doc, static_cast<size_t>(std::mismatch(prompt.begin(), prompt.end(), prompts[0].begin()).first -
                                             prompt.begin()));
+    total += static_cast<int>(prompt.size());
+    pressed += solo.kv_bound_bytes(press, static_cast<int64_t>(prompt.size()), 8);
   }
   EXPECT_GE(doc, c.prompt.size());
-  int cached = 0, total = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    std::string text;
-    for (Job::Update u;;) {
-      u = jobs[i]->next(1000ms);
-      text += u.text;
-      if (!u.done) continue;
-      EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
-      EXPECT_LT(u.stats.kv_bytes * 4, u.stats.kv_full_bytes) << "pressed";
-      cached += u.stats.n_cached;
-      break;
+  const size_t whole = solo.kv_bound_bytes(PressConfig{}, static_cast<int64_t>(doc), 0);
+  const size_t per_token = solo.kv_bound_bytes(PressConfig{}, 1, 0);
+
+  // The three admitted together into a budget of about `budget` bytes: a full-cache request
+  // holding the whole budget keeps them queued, and is cancelled. Returns the tokens cached.
+  const auto together = [&](size_t budget) {
+    const std::vector<int32_t> hello(c.prompt.begin(), c.prompt.begin() + 8);
+    SchedulerOptions o;
+    o.kv_memory = solo.kv_bound_bytes(PressConfig{}, 8, static_cast<int64_t>(budget / per_token) - 8);
+    Scheduler s(model(), o);
+    Rejection rejected{};
+    const std::shared_ptr<Job> blocker = s.submit(greedy(hello, static_cast<int>(budget / per_token) - 8), &rejected);
+    EXPECT_TRUE(blocker) << rejected.message;
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (const auto& prompt : prompts) {
+      jobs.push_back(s.submit(greedy(prompt, 8, press), &rejected));
+      EXPECT_TRUE(jobs.back()) << rejected.message;
     }
-    total += static_cast<int>(prompts[i].size());
-    EXPECT_EQ(text, expected[i]) << "request " << i << ": the answer of its own pressed prefill";
-  }
-  // The first admitted prefilled the document (without its press) for the two others.
-  EXPECT_EQ(cached, 2 * static_cast<int>(doc));
-  const SchedulerMetrics m = settled(s);
-  EXPECT_EQ(m.prefilled_tokens, 8 + total - 2 * static_cast<int>(doc));
-  EXPECT_EQ(m.kv_reserved, 0u) << "every reservation, extra ones included, is returned";
+    SchedulerMetrics before = s.metrics();
+    for (int i = 0; i < 200 && before.running == 0; ++i, before = s.metrics()) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(before.running, 1);
+    EXPECT_EQ(before.queued, 3);
+    if (blocker) blocker->cancel();
+    int cached = 0;
+    for (size_t i = 0; i < jobs.size() && jobs[i]; ++i) {
+      std::string text;
+      for (Job::Update u;;) {
+        u = jobs[i]->next(1000ms);
+        text += u.text;
+        if (!u.done) continue;
+        EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
+        EXPECT_LT(u.stats.kv_bytes * 4, u.stats.kv_full_bytes) << "pressed";
+        cached += u.stats.n_cached;
+        break;
+      }
+      EXPECT_EQ(text, expected[i]) << "request " << i << ": the answer of its own pressed prefill";
+    }
+    const SchedulerMetrics m = settled(s);
+    EXPECT_EQ(m.prefilled_tokens, 8 + total - cached);
+    EXPECT_EQ(m.kv_reserved, 0u) << "every reservation, extra ones included, is returned";
+    return cached;
+  };
+  // With room for the document's whole state and copies of it, the first admitted prefills the
+  // document (without its press) for the two others.
+  EXPECT_EQ(together(pressed + 5 * whole), 2 * static_cast<int>(doc));
+  // Without room for the whole state and its copy beside the pressed reservations, each prefills
+  // on its own.
+  EXPECT_EQ(together(pressed + whole), 0);
 }
 
 TEST(ContextStore, ADirectoryServesANewSchedulerAndACorruptStateIsAMiss) {
