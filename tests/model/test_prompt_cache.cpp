@@ -227,6 +227,8 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
   Scheduler solo(model(), alone);
   std::vector<std::string> expected;
   for (const auto& prompt : prompts) expected.push_back(run(solo, greedy(prompt, 8, press)).text);
+  const std::vector<int32_t> later = concat(c.prompt, model().tokenizer().encode("\nIs it true?", false));
+  const std::string expected_later = run(solo, greedy(later, 8, press)).text;
 
   size_t doc = prompts[0].size();
   int total = 0;
@@ -278,6 +280,12 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
     const SchedulerMetrics m = settled(s);
     EXPECT_EQ(m.prefilled_tokens, 8 + total - cached);
     EXPECT_EQ(m.kv_reserved, 0u) << "every reservation, extra ones included, is returned";
+    if (cached > 0) {
+      // A later question on the document resumes from the whole state while it stays cached.
+      const Result r = run(s, greedy(later, 8, press));
+      EXPECT_EQ(r.last.stats.n_cached, static_cast<int>(doc));
+      EXPECT_EQ(r.text, expected_later);
+    }
     return cached;
   };
   // With room for the document's whole state and copies of it, the first admitted prefills the
