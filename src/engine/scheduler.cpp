@@ -216,7 +216,7 @@ std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* 
 
 int BatchScheduler::n_waiting_with(size_t reserve) const {
   int slots = opt_.max_batch - metrics_.running;
-  size_t memory = opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory);
+  size_t memory = minus(opt_.kv_memory, metrics_.kv_reserved);
   int waiting = static_cast<int>(queue_.size()) + 1;
   auto admissible = [&](size_t need) {
     if (slots <= 0 || need > memory) return false;
@@ -298,7 +298,8 @@ void BatchScheduler::start_prefill(Running& r, size_t kv_reserved, const std::ve
     }
     // What r may hold while the others keep their reservations.
     const size_t room = minus(opt_.kv_memory, kv_reserved) + r.stats.kv_reserved;
-    if (!hit.seq && shares_document(r.req.press)) {
+    const bool shares = shares_document(r.req.press);
+    if (!hit.seq && shares) {
       // A whole state of its document (left by a request admitted with it): pressed with r's own
       // tokens as one prefill of its prompt would press it.
       hit = cache_.copy_whole(cache_key(PressConfig{}), prompt, kShareMin, room);
@@ -315,7 +316,7 @@ void BatchScheduler::start_prefill(Running& r, size_t kv_reserved, const std::ve
     if (hit.seq) {
       r.session = std::move(hit.seq);
       r.stats.n_cached = hit.n_cached;
-    } else if (const int doc = shares_document(r.req.press) ? shared_document(r, running) : 0;
+    } else if (const int doc = shares ? shared_document(r, running) : 0;
                doc > 0 && 2 * kv_bound_bytes(PressConfig{}, doc, 0) <= room) {
       // Pressed requests admitted with it share its first doc tokens: they go in once, without a
       // press (and with r's window), for all of them (room for that state and one copy).
@@ -545,7 +546,7 @@ void BatchScheduler::loop() {
     for (auto& r : running) {
       if (r->done) metrics_.kv_reserved -= r->stats.kv_reserved + r->extra;
     }
-    cache_.evict_to(opt_.kv_memory - std::min(metrics_.kv_reserved, opt_.kv_memory));
+    cache_.evict_to(minus(opt_.kv_memory, metrics_.kv_reserved));
     metrics_.cache_bytes = cache_.bytes();
     metrics_.cache_entries = static_cast<int>(cache_.size());
     if (std::erase_if(running, [](const auto& r) { return r->done; }) > 0) {
