@@ -16,6 +16,7 @@
 #include "kv_options.h"
 #include "model_options.h"
 #include "sampling_flags.h"
+#include "spec_flags.h"
 #include "snapkv/context.h"
 #include "snapkv/memory.h"
 #include "snapkv/session.h"
@@ -32,6 +33,7 @@ struct ChatOptions {
   int ctx = 0;
   std::string context_file, save_file;
   SamplingParams sampling;
+  SpecFlags spec;
   KvOptions kv;
   ModelFlags model_flags;
 };
@@ -41,6 +43,7 @@ int chat(const ChatOptions& o) {
   GenerateParams gp;
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
+  gp.speculation = o.spec.params();
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   SessionOptions so = o.kv.session_options();
   if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
@@ -52,6 +55,7 @@ int chat(const ChatOptions& o) {
          model.info().n_ctx_train);
   }
   const ChatTemplate tmpl = model.pick_chat_template(o.chat_template);
+  const DraftSession draft = load_draft(o.spec, o.model_flags.model_options(o.threads), so);
 
   // On a context file, the saved tokens stand for the conversation so far; its first question
   // comes with the file's own text around it, and later turns render after a stand-in for it.
@@ -96,17 +100,17 @@ int chat(const ChatOptions& o) {
       reply += piece;
       if (id >= 0) last = id;
       return true;
-    });
+    }, {}, draft.session.get());
     // The session must hold the whole reply: the last sampled token has not been run yet.
     if (st.n_generated > st.n_decoded && last >= 0 && session.n_past() < session.n_ctx()) session.decode(last);
     fmt::print("\n");
     std::fflush(stdout);
     messages.push_back({"assistant", reply});
     fed = text + reply;
-    fmt::print(stderr, "turn {}: +{} prompt tok, prefill {:.1f} tok/s, decode {:.1f} tok/s | context {} tok | KV cache {} (full {})\n",
+    fmt::print(stderr, "turn {}: +{} prompt tok, prefill {:.1f} tok/s, decode {:.1f} tok/s | context {} tok | KV cache {} (full {}){}\n",
                (messages.size() + 1) / 2, st.n_prompt, st.n_prompt / std::max(st.prefill_s, 1e-9),
                st.n_decoded / std::max(st.decode_s, 1e-9), session.n_past(), format_bytes(session.kv_bytes()),
-               format_bytes(session.kv_full_bytes()));
+               format_bytes(session.kv_full_bytes()), spec_stats(gp.speculation, st));
   }
   if (!o.save_file.empty()) {
     if (session.n_past() == 0) fail(ErrorKind::kInvalidArgument, "--save: the conversation is empty, nothing to save");
@@ -138,6 +142,7 @@ Action add_chat(CLI::App& app) {
                  "start from a context file (`snapkv compress --chat`, or a conversation saved with --save)");
   app.add_option("--save", o->save_file, "save the conversation's state to this context file at the end");
   add_sampling_flags(app, o->sampling);
+  add_spec_flags(app, o->spec);
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
   return [o] { return chat(*o); };

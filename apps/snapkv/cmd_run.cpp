@@ -14,6 +14,7 @@
 #include "kv_options.h"
 #include "model_options.h"
 #include "sampling_flags.h"
+#include "spec_flags.h"
 #include "text_file.h"
 #include "snapkv/context.h"
 #include "snapkv/memory.h"
@@ -37,6 +38,7 @@ struct RunOptions {
   std::string questions_file;  // one question a line, all asked on --context
   bool jsonl = false;
   SamplingParams sampling;
+  SpecFlags spec;
   KvOptions kv;
   ModelFlags model_flags;
 };
@@ -167,7 +169,11 @@ int run(const RunOptions& o) {
   GenerateParams gp;
   gp.max_tokens = o.n_predict;
   gp.sampling = o.sampling;
+  gp.speculation = o.spec.params();
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (on_context && gp.speculation.mode != SpecMode::kNone) {
+    fail(ErrorKind::kUnsupported, "--spec answers one prompt at a time; --context answers its questions as a batch");
+  }
   SessionOptions so = o.kv.session_options();
   if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
   so.n_ctx = o.ctx;
@@ -215,6 +221,10 @@ int run(const RunOptions& o) {
 
   Session session(model, so);
   fmt::print(stderr, "KV cache: {}, {}\n", kv_type_name(so.kv_type), so.press.describe());
+  SessionOptions draft_so = so;
+  draft_so.n_ctx = n_ctx;
+  const DraftSession draft = load_draft(o.spec, o.model_flags.model_options(o.threads), draft_so);
+  if (draft.model) fmt::print(stderr, "draft model: {} ({} layers)\n", draft.model->info().name, draft.model->info().n_layer);
   // Progress on long prompts only; short ones finish before a line would be useful.
   std::function<void(int, int)> progress;
   Timer prefill_timer;
@@ -236,17 +246,17 @@ int run(const RunOptions& o) {
     session.prefill(ids, progress);  // the context alone, compressed
     const double context_s = prefill_timer.seconds();
     gp.compress_prompt = false;
-    st = generate(session, question_ids, gp, print_piece);
+    st = generate(session, question_ids, gp, print_piece, {}, draft.session.get());
     st.n_prompt = static_cast<int>(n_prompt);
     st.prefill_s += context_s;
   } else {
     ids.insert(ids.end(), question_ids.begin(), question_ids.end());
-    st = generate(session, ids, gp, print_piece, progress);
+    st = generate(session, ids, gp, print_piece, progress, draft.session.get());
   }
   fmt::print("\n");
   std::fflush(stdout);
   if (o.verbose) print_kept(session);
-  print_stats(st, session, hp.weight_bytes, "");
+  print_stats(st, session, hp.weight_bytes, spec_stats(gp.speculation, st));
   return 0;
 }
 
@@ -273,6 +283,7 @@ Action add_run(CLI::App& app) {
   add_kv_options(app, o->kv);
   add_model_flags(app, o->model_flags);
   add_sampling_flags(app, o->sampling);
+  add_spec_flags(app, o->spec);
   return [o] { return run(*o); };
 }
 

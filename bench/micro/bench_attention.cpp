@@ -90,6 +90,26 @@ void BM_AttentionDecode(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// Speculative verification: n_tok queries at the end of n keys (causal among themselves), in
+// each of 30 layers' caches in turn, as a verification pass of n_tok - 1 drafted tokens reads them.
+void BM_AttentionVerify(benchmark::State& state) {
+  const int64_t n = state.range(0), n_tok = state.range(1);
+  constexpr int kLayers = 30;
+  std::vector<Fixture> fs;
+  fs.reserve(kLayers);
+  for (int il = 0; il < kLayers; ++il) fs.emplace_back(n);
+  const std::vector<float> q = queries(n_tok);
+  const std::vector<int32_t> q_pos(fs[0].pos.end() - n_tok, fs[0].pos.end());
+  std::vector<float> out(q.size());
+  ThreadPool pool(2);
+  for (auto _ : state) {
+    for (const Fixture& f : fs) attention(q.data(), q_pos.data(), n_tok, kHeads, kDim, f.views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(4.0 * kDim * kHeads * pairs(n, n_tok) * kLayers * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
 // Batched decode: one query per sequence, each sequence over its own cache of n keys.
 void BM_AttentionDecodeBatch(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -134,6 +154,7 @@ BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{1024, 8192}, {1, 2}, {1}})
     ->ArgsProduct({{7680}, {1, 2}, {30}})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionVerify)->ArgsProduct({{1024, 8192}, {1, 2, 5, 8}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);
 

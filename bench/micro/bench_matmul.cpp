@@ -172,9 +172,10 @@ int register_all() {
       if (k.act == MatmulActivations::kQ8 && !k.rows8 && ggml_type_info(m.type).block_elems == 256) continue;  // as f32
       const std::string name = std::string(k.name) + "FromMemory/" + std::string(ggml_type_info(m.type).name) + "/" +
                                std::to_string(m.n_in) + "x" + std::to_string(m.n_out);
+      // 2, 5 and 8 tokens: speculative decoding's verification passes of 1, 4 and 7 drafts.
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, m.type, m.n_in, m.n_out, k.act, true, k.rows8)
           ->ArgNames({"n_tok", "threads"})
-          ->ArgsProduct({{1}, {1, 2}})
+          ->ArgsProduct({{1, 2, 5, 8}, {1, 2}})
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

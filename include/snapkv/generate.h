@@ -10,9 +10,31 @@
 
 namespace snapkv {
 
+// Speculative decoding: a drafter guesses up to k next tokens, the model runs them in one forward
+// pass and keeps the guesses its own sampling agrees with, so a pass can yield several tokens
+// (greedy: the same tokens as without speculation; sampling: the same distribution).
+enum class SpecMode {
+  kNone,
+  kPromptLookup,  // the tokens after an earlier occurrence of the last few tokens (no weights)
+  kDraft,         // a smaller model's greedy continuation (generate()'s draft session)
+};
+
+struct SpeculationParams {
+  SpecMode mode = SpecMode::kNone;
+  int k = 4;          // tokens drafted per pass, 1..16
+  int ngram_max = 3;  // prompt lookup: the longest run of last tokens matched, tried first
+  int ngram_min = 1;  // prompt lookup: the shortest run matched (no draft below it)
+
+  std::string validate() const;
+};
+
+// "prompt-lookup", "draft" or "none" as SpecMode, or Error(kInvalidArgument) naming them.
+SpecMode parse_spec_mode(std::string_view name);
+
 struct GenerateParams {
   int max_tokens = 128;
   SamplingParams sampling;
+  SpeculationParams speculation;
   bool stop_at_eog = true;  // stop at the model's end-of-generation tokens
   bool compress_prompt = true;  // let the session's press compress the prompt
 
@@ -26,6 +48,11 @@ struct GenerateStats {
   int n_decoded = 0;       // forward passes of generated tokens (the last one needs none)
   double decode_s = 0;     // time from the first sample to the last
   bool stopped_at_eog = false;
+  // Speculative decoding: forward passes of generated tokens (with drafts or without: a token per
+  // pass is n_decoded / n_passes), tokens drafted and drafts accepted.
+  int n_passes = 0;
+  int n_drafted = 0;
+  int n_accepted = 0;
 };
 
 // on_token(id, text) receives each generated token with its complete UTF-8 text (possibly empty

@@ -79,9 +79,12 @@ class Session {
 
 // Prefills prompt, then samples and decodes until params.max_tokens, an end-of-generation token
 // (params.stop_at_eog) or on_token returning false. on_token receives each token with its
-// complete UTF-8 text. Error(kInvalidArgument) for invalid params.
+// complete UTF-8 text. With params.speculation, drafted tokens are verified in one forward pass
+// each; SpecMode::kDraft drafts with draft, a session on a model of the same vocabulary (its own
+// press allowed), which the call advances and rolls back. Error(kInvalidArgument) for invalid
+// params or a draft model of another vocabulary.
 GenerateStats generate(Session& session, std::span<const int32_t> prompt, const GenerateParams& params,
-                       const TokenCallback& on_token, const PrefillProgress& progress = {});
+                       const TokenCallback& on_token, const PrefillProgress& progress = {}, Session* draft = nullptr);
 
 // Several sessions of one model: each prefills its prompt (one after the other), then all decode
 // together, one batched step per token, each ending as generate() ends. on_token(b, id, text) as

@@ -67,8 +67,13 @@ std::vector<LayerKept> Session::kept() const {
 }
 
 GenerateStats generate(Session& session, std::span<const int32_t> prompt, const GenerateParams& params,
-                       const TokenCallback& on_token, const PrefillProgress& progress) {
-  return generate(session.impl().seq, session.model().tokenizer(), prompt, params, on_token, progress);
+                       const TokenCallback& on_token, const PrefillProgress& progress, Session* draft) {
+  if (draft && draft->model().impl().tokenizer_fingerprint != session.model().impl().tokenizer_fingerprint) {
+    fail(ErrorKind::kInvalidArgument, "the draft model {} does not use the vocabulary of {}", draft->model().info().name,
+         session.model().info().name);
+  }
+  return generate(session.impl().seq, session.model().tokenizer(), prompt, params, on_token, progress,
+                  draft ? &draft->impl().seq : nullptr);
 }
 
 std::vector<GenerateStats> generate_batch(std::span<Session* const> sessions,

@@ -1,21 +1,44 @@
 #include "engine/generate.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "util/error.h"
 #include "snapkv/timer.h"
 #include "util/utf8.h"
 
 namespace snapkv {
 
+std::string SpeculationParams::validate() const {
+  if (mode == SpecMode::kNone) return {};
+  if (k < 1 || k > 16) return "the tokens drafted per pass (--spec-k) must be in 1..16";
+  if (ngram_min < 1 || ngram_min > ngram_max || ngram_max > 16) {
+    return "the prompt-lookup n-grams must satisfy 1 <= --spec-ngram-min <= --spec-ngram <= 16";
+  }
+  return {};
+}
+
+SpecMode parse_spec_mode(std::string_view name) {
+  if (name == "none") return SpecMode::kNone;
+  if (name == "prompt-lookup") return SpecMode::kPromptLookup;
+  if (name == "draft") return SpecMode::kDraft;
+  fail(ErrorKind::kInvalidArgument, "unknown speculation '{}': none, prompt-lookup or draft", name);
+}
+
 std::string GenerateParams::validate() const {
   if (max_tokens < 0) return "the number of tokens to generate must be >= 0";
+  if (std::string err = speculation.validate(); !err.empty()) return err;
   return sampling.validate();
 }
 
 GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                        const GenerateParams& params, const TokenCallback& on_token,
-                       const std::function<void(int, int)>& progress) {
+                       const std::function<void(int, int)>& progress, Sequence* draft) {
   if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  const SpeculationParams& spec = params.speculation;
+  const std::unique_ptr<Drafter> drafter = make_drafter(spec, session, draft);
   Sampler sampler(params.sampling);
   GenerateStats st;
   st.n_prompt = static_cast<int>(prompt.size());
@@ -25,17 +48,28 @@ GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<
 
   Utf8Stream utf8;
   timer.reset();
-  for (int i = 0; i < params.max_tokens; ++i) {
-    const int32_t id = sampler.sample(session.logits(), session.tokens());
+  // Emits id; false when generation ends with it (an end-of-generation token is not emitted).
+  const auto emit = [&](int32_t id) {
     if (params.stop_at_eog && tokenizer.is_eog(id)) {
       st.stopped_at_eog = true;
-      break;
+      return false;
     }
     ++st.n_generated;
-    const bool more = on_token(id, utf8.push(tokenizer.token_piece(id)));
-    if (!more || i + 1 == params.max_tokens || session.n_past() >= session.n_ctx()) break;
-    session.decode(id);
-    ++st.n_decoded;
+    return on_token(id, utf8.push(tokenizer.token_piece(id))) && st.n_generated < params.max_tokens;
+  };
+  if (params.max_tokens > 0) {
+    int32_t id = sampler.sample(session.logits(), session.tokens());
+    while (id >= 0 && emit(id) && session.n_past() < session.n_ctx()) {
+      if (drafter) {
+        // Drafts past the tokens still to generate, or past the context, would never be kept.
+        const int room = std::min(params.max_tokens - st.n_generated, session.n_ctx() - session.n_past() - 1);
+        id = speculate(session, sampler, *drafter, id, std::min(spec.k, room), emit, st);
+      } else {
+        session.decode(id);
+        ++st.n_decoded;
+        id = sampler.sample(session.logits(), session.tokens());
+      }
+    }
   }
   st.decode_s = timer.seconds();
   if (const std::string rest = utf8.flush(); !rest.empty()) on_token(-1, rest);
@@ -48,6 +82,9 @@ std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, c
   if (const std::string err = params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (sessions.size() != prompts.size()) {
     fail(ErrorKind::kInvalidArgument, "generate_batch: {} sessions but {} prompts", sessions.size(), prompts.size());
+  }
+  if (params.speculation.mode != SpecMode::kNone) {
+    fail(ErrorKind::kUnsupported, "speculative decoding runs one sequence at a time");
   }
   const size_t n = sessions.size();
   std::vector<GenerateStats> st(n);

@@ -14,9 +14,11 @@
 
 namespace snapkv {
 
+// With params.speculation, drafts are verified in one pass each (SpecMode::kDraft drafts with the
+// draft session, which must use the model's vocabulary and is advanced and rolled back as needed).
 GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                        const GenerateParams& params, const TokenCallback& on_token,
-                       const std::function<void(int, int)>& progress = {});
+                       const std::function<void(int, int)>& progress = {}, Sequence* draft = nullptr);
 
 // Each session prefills its prompt (one after the other), then all decode together, one batched
 // step per token (the weights are read once per step for all), each ending as generate() ends.

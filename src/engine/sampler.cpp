@@ -27,7 +27,7 @@ Sampler::Sampler(const SamplingParams& params) : p_(params), rng_(params.seed) {
   if (const std::string err = p_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+int32_t Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
   const bool penalty = p_.repeat_penalty != 1.0f && p_.repeat_last_n > 0;
   // Greedy without a penalty: the first largest logit, as below, without the candidate list (a
   // pair per vocabulary entry, built per token).
@@ -75,11 +75,32 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     while (i < keep && prob[i] >= p_.min_p * prob[0]) ++i;
     keep = i;
   }
-  std::vector<double> w(keep);
+  cand_.resize(keep);
+  weight_.resize(keep);
   for (size_t i = 0; i < keep; ++i) {
-    w[i] = std::exp(static_cast<double>(cand_[i].first - cand_[0].first) / p_.temperature);
+    weight_[i] = std::exp(static_cast<double>(cand_[i].first - cand_[0].first) / p_.temperature);
   }
-  std::discrete_distribution<size_t> dist(w.begin(), w.end());
+  return -1;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  if (const int32_t id = distribution(logits, history); id >= 0) return id;
+  std::discrete_distribution<size_t> dist(weight_.begin(), weight_.end());
+  return cand_[dist(rng_)].second;
+}
+
+int32_t Sampler::sample_given_draft(std::span<const float> logits, std::span<const int32_t> history, int32_t draft) {
+  if (const int32_t id = distribution(logits, history); id >= 0) return id;
+  double z = 0, p_draft = 0;
+  for (size_t i = 0; i < cand_.size(); ++i) {
+    z += weight_[i];
+    if (cand_[i].second == draft) p_draft = weight_[i];
+  }
+  if (std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * z < p_draft) return draft;
+  for (size_t i = 0; i < cand_.size(); ++i) {
+    if (cand_[i].second == draft) weight_[i] = 0;
+  }
+  std::discrete_distribution<size_t> dist(weight_.begin(), weight_.end());
   return cand_[dist(rng_)].second;
 }
 

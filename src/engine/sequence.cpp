@@ -156,6 +156,20 @@ std::vector<float> Sequence::prefill_all_logits(std::span<const int32_t> tokens)
   return all;
 }
 
+void Sequence::truncate(int n, std::span<const float> next_logits) {
+  check_idle();
+  if (n < 0 || n > n_past()) fail(ErrorKind::kInvalidArgument, "truncate: {} of {} tokens", n, n_past());
+  if (!next_logits.empty() && next_logits.size() != static_cast<size_t>(model_.hparams().n_vocab)) {
+    fail(ErrorKind::kInvalidArgument, "truncate: {} logits, the vocabulary has {}", next_logits.size(),
+         model_.hparams().n_vocab);
+  }
+  kv_.drop_from(n);
+  if (compressor_) compressor_->drop_from(n);
+  if (window_) window_->drop_from(n);
+  tokens_.resize(static_cast<size_t>(n));
+  logits_.assign(next_logits.begin(), next_logits.end());
+}
+
 size_t Sequence::kv_full_bytes() const {
   const ModelHparams& h = model_.hparams();
   const size_t n = static_cast<size_t>(n_past()) + (pass_ ? pass_tokens_.size() : 0);

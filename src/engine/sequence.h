@@ -46,8 +46,14 @@ class Sequence {
   // for one more token. Same result per session as decode(token).
   static void decode_batch(std::span<Sequence* const> sessions, std::span<const int32_t> tokens);
 
-  // Logits of every token (for perplexity, fidelity and reference checks); not compressed.
+  // Logits of every token [n, n_vocab] (perplexity, fidelity, reference checks, and speculative
+  // decoding's verification of drafted tokens); never compressed.
   std::vector<float> prefill_all_logits(std::span<const int32_t> tokens);
+  // Keeps the first n tokens (n <= n_past) and drops the later ones' cache entries and window
+  // queries (speculative decoding's rejected drafts). logits() becomes next_logits (one row; the
+  // distribution after the n-th token), or empty when none is given: then the next call must run
+  // a token. Positions dropped by a press stay dropped.
+  void truncate(int n, std::span<const float> next_logits = {});
 
   std::span<const float> logits() const { return logits_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }

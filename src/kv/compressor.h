@@ -28,6 +28,8 @@ class Compressor final : public LayerObserver {
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
 
+  // Forgets the window queries at position >= pos (the cache dropped those entries).
+  void drop_from(int32_t pos) { recorder_.drop_from(pos); }
   const Press& press() const { return *press_; }
   // Per layer, the last compression's counts (kept == total where the layer stayed whole).
   const std::vector<LayerKept>& kept() const { return kept_; }

@@ -144,6 +144,12 @@ void KvCache::keep(int il, int ih, std::span<const int32_t> idx) {
   reserve(l, cap);
 }
 
+void KvCache::drop_from(int32_t pos) {
+  for (Layer& l : layers_) {
+    for (std::vector<int32_t>& p : l.pos) p.erase(std::lower_bound(p.begin(), p.end(), pos), p.end());
+  }
+}
+
 void KvCache::set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,
                         std::span<const uint8_t* const> values) {
   if (pos.size() != static_cast<size_t>(n_head_) || keys.size() != pos.size() || values.size() != pos.size()) {

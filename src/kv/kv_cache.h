@@ -31,6 +31,9 @@ class KvCache final : public KvStore {
   // Keeps only the entries at idx (ascending indices into the head's current entries) of stored
   // head ih of layer il, and releases the memory of the others.
   void keep(int il, int ih, std::span<const int32_t> idx);
+  // Drops every entry at position >= pos (the newest ones: each head's positions ascend), keeping
+  // the memory for the next appends: speculative decoding's rejected drafts.
+  void drop_from(int32_t pos);
   // Replaces layer il's entries: stored head ih gets the positions pos[ih] and that many key and
   // value rows of this cache's type from keys[ih] and values[ih] (any alignment; a context file).
   void set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,

@@ -24,9 +24,10 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
   wq.insert(wq.end(), q + (n_tok - take) * row, q + n_tok * row);
   wp.insert(wp.end(), pos + (n_tok - take), pos + n_tok);
   // Trimmed only once twice the window is held, so that decode steps (one query each) move one
-  // row per step on average rather than the whole window.
+  // row per step on average rather than the whole window. The call's queries past the first stay
+  // beside the window, so that dropping rejected drafts (drop_from) leaves a whole window.
   if (static_cast<int64_t>(wp.size()) > 2 * window_) {
-    const int64_t drop = static_cast<int64_t>(wp.size()) - window_;
+    const int64_t drop = static_cast<int64_t>(wp.size()) - (window_ + take - 1);
     wq.erase(wq.begin(), wq.begin() + drop * row);
     wp.erase(wp.begin(), wp.begin() + drop);
   }
@@ -73,6 +74,15 @@ WindowQueries LayerRecorder::window(int il) const {
 void LayerRecorder::set_window(int il, const WindowQueries& w) {
   win_q_[il] = w.q;
   win_pos_[il] = w.pos;
+}
+
+void LayerRecorder::drop_from(int32_t pos) {
+  const size_t row = static_cast<size_t>(n_head_) * head_dim_;
+  for (size_t il = 0; il < win_pos_.size(); ++il) {
+    std::vector<int32_t>& p = win_pos_[il];
+    p.erase(std::lower_bound(p.begin(), p.end(), pos), p.end());
+    win_q_[il].resize(p.size() * row);
+  }
 }
 
 void LayerRecorder::release(int il) { observed_[il] = {}; }

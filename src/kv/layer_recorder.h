@@ -33,6 +33,8 @@ class LayerRecorder final : public LayerObserver {
   WindowQueries window(int il) const;
   void set_window(int il, const WindowQueries& w);
   int64_t window_size() const { return window_; }
+  // Forgets the queries at position >= pos (rejected speculative drafts).
+  void drop_from(int32_t pos);
   // Frees layer il's observed sums once it is pressed.
   void release(int il);
   void clear();

@@ -34,6 +34,7 @@
 namespace snapkv::attention_detail {
 inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in L1
 inline constexpr int kTokenTile = 32;  // query tokens that share each key block (and its transpose)
+inline constexpr int kFewTokens = 16;  // calls of up to this many tokens take attention_few
 inline constexpr int kTransposeMinRows = 8;
 // Decode: how far ahead K and V are prefetched. Over a cache in memory, 4 KiB ahead does not hide
 // the memory's latency as well as 8, and 16 KiB is no better than 8.
@@ -736,6 +737,96 @@ void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out) 
   for (int i = 0; i < d; ++i) out[i] = attention_detail::kv_scalar(type, base, static_cast<size_t>(j) * d + i);
 }
 
+namespace {
+
+// One key range's partial result for one query row: unnormalized accumulator [d], max, sum.
+struct Partial {
+  const float* acc;
+  float m, l;
+};
+
+// The output row (and its log-sum-exp) of partial results over disjoint key ranges.
+void merge_partials(std::span<const Partial> parts, int d, float* o, float* lse) {
+  float mx = attention_detail::kNegInf;
+  for (const Partial& p : parts) mx = std::max(mx, p.m);
+  std::fill(o, o + d, 0.0f);
+  if (lse) *lse = mx;
+  if (mx == attention_detail::kNegInf) return;  // no visible key
+  float sum = 0;
+  for (const Partial& p : parts) {
+    if (p.m == attention_detail::kNegInf) continue;
+    const float f = std::exp(p.m - mx);
+    sum += p.l * f;
+    for (int i = 0; i < d; ++i) o[i] += p.acc[i] * f;
+  }
+  const float inv = 1.0f / sum;
+  for (int i = 0; i < d; ++i) o[i] *= inv;
+  if (lse) *lse = mx + std::log(sum);
+}
+
+// A few query tokens of one sequence (speculative decoding's verification). Their keys are split
+// into ranges that the threads take apart, every range read once for all the tokens (a tile),
+// and the ranges' results are merged by their log-sum-exp, as in attention_decode: the token
+// tiles alone would give each thread whole KV heads, fewer than the threads with few KV heads.
+// Every range holds keys that all tokens see (positions up to the first token's).
+void attention_few(const float* q, const int32_t* q_pos, int n_tok, int n_head, int d,
+                   std::span<const KvHeadView> kv, float* out, ThreadPool& pool, float* lse) {
+  using attention_detail::kKeyBlock;
+  const int n_kv = static_cast<int>(kv.size()), n_group = n_head / n_kv;
+  struct Item {
+    int hk;
+    KvHeadView keys;
+  };
+  std::vector<int64_t> shared(n_kv);
+  int64_t total = 0;
+  for (int hk = 0; hk < n_kv; ++hk) {
+    total += shared[hk] = std::upper_bound(kv[hk].pos, kv[hk].pos + kv[hk].n, q_pos[0]) - kv[hk].pos;
+  }
+  const int64_t per_item = std::max<int64_t>(4 * kKeyBlock, total / (4 * pool.size()));
+  const int64_t chunk = (per_item + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  std::vector<Item> items;
+  for (int hk = 0; hk < n_kv; ++hk) {
+    const KvHeadView& v = kv[hk];
+    const size_t row = static_cast<size_t>(d) * kv_type_size(v.type);
+    const int64_t n = shared[hk], parts = std::max<int64_t>(1, (n + chunk - 1) / chunk);
+    const int64_t blocks = (n + kKeyBlock - 1) / kKeyBlock;
+    for (int64_t p = 0; p < parts; ++p) {
+      const int64_t k0 = std::min(n, blocks * p / parts * kKeyBlock);
+      const int64_t k1 = p + 1 == parts ? v.n : std::min(n, blocks * (p + 1) / parts * kKeyBlock);
+      items.push_back({hk, {k1 - k0, static_cast<const uint8_t*>(v.k) + k0 * row,
+                            static_cast<const uint8_t*>(v.v) + k0 * row, v.pos + k0, v.type}});
+    }
+  }
+  // Per item, each token's group of rows over the range in turn: the range is read from memory
+  // once and from the core's cache for the other tokens.
+  const size_t rows = static_cast<size_t>(n_tok) * n_group;
+  std::vector<float> acc(items.size() * rows * d), m(items.size() * rows), l(items.size() * rows);
+  pool.for_each_item(static_cast<int64_t>(items.size()), [&](int64_t w) {
+    const Item& it = items[w];
+    for (int t = 0; t < n_tok; ++t) {
+      const size_t row = w * rows + static_cast<size_t>(t) * n_group;
+      HWY_DYNAMIC_DISPATCH(AttendRange)(q + (static_cast<size_t>(t) * n_head + it.hk * n_group) * d, n_group, d,
+                                        it.keys, 0, it.keys.n, q_pos[t], acc.data() + row * d, m.data() + row,
+                                        l.data() + row);
+    }
+  });
+  std::vector<Partial> parts;
+  for (int t = 0; t < n_tok; ++t) {
+    for (int h = 0; h < n_head; ++h) {
+      const int hk = h / n_group;
+      parts.clear();
+      for (size_t w = 0; w < items.size(); ++w) {
+        const size_t row = w * rows + static_cast<size_t>(t) * n_group + h % n_group;
+        if (items[w].hk == hk) parts.push_back({acc.data() + row * d, m[row], l[row]});
+      }
+      const size_t o = static_cast<size_t>(t) * n_head + h;
+      merge_partials(parts, d, out + o * d, lse ? lse + o : nullptr);
+    }
+  }
+}
+
+}  // namespace
+
 void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_head, int head_dim,
                       std::span<const std::span<const KvHeadView>> kv, float* out, ThreadPool& pool, float* lse) {
   using attention_detail::kKeyBlock;
@@ -788,28 +879,15 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
     }
   });
   // Merge the ranges of each (sequence, KV head): they are consecutive items.
+  std::vector<Partial> parts;
   for (size_t w0 = 0; w0 < items.size();) {
     size_t w1 = w0 + 1;
     while (w1 < items.size() && items[w1].b == items[w0].b && items[w1].hk == items[w0].hk) ++w1;
     for (size_t r = 0; r < rows; ++r) {
-      float mx = attention_detail::kNegInf;
-      for (size_t w = w0; w < w1; ++w) mx = std::max(mx, m[w * rows + r]);
+      parts.clear();
+      for (size_t w = w0; w < w1; ++w) parts.push_back({acc.data() + (w * rows + r) * d, m[w * rows + r], l[w * rows + r]});
       const size_t row = static_cast<size_t>(items[w0].b) * n_head + items[w0].hk * n_group + r;
-      float* o = out + row * d;
-      std::fill(o, o + d, 0.0f);
-      if (lse) lse[row] = mx;
-      if (mx == attention_detail::kNegInf) continue;  // no visible key
-      float sum = 0;
-      for (size_t w = w0; w < w1; ++w) {
-        if (m[w * rows + r] == attention_detail::kNegInf) continue;
-        const float f = std::exp(m[w * rows + r] - mx);
-        sum += l[w * rows + r] * f;
-        const float* a = acc.data() + (w * rows + r) * d;
-        for (int i = 0; i < d; ++i) o[i] += a[i] * f;
-      }
-      const float inv = 1.0f / sum;
-      for (int i = 0; i < d; ++i) o[i] *= inv;
-      if (lse) lse[row] = mx + std::log(sum);
+      merge_partials(parts, d, out + row * d, lse ? lse + row : nullptr);
     }
     w0 = w1;
   }
@@ -822,6 +900,10 @@ void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, 
     // Decode: one token; its keys are split among the threads instead of its few KV heads.
     const std::span<const KvHeadView> one[] = {kv};
     attention_decode(q, q_pos, 1, n_head, head_dim, one, out, pool, lse);
+    return;
+  }
+  if (n_tok <= attention_detail::kFewTokens) {
+    attention_few(q, q_pos, static_cast<int>(n_tok), n_head, head_dim, kv, out, pool, lse);
     return;
   }
   const int n_kv = static_cast<int>(kv.size());

@@ -68,7 +68,7 @@ TEST(Attention, MatchesReferenceOverShapes) {
     uint32_t seed = 1;
     for (int d : {6, 8, 64, 80}) {
       for (int n_keys : {1, 5, 63, 64, 65, 300}) {
-        for (int n_tok : {1, 3, 8, 17}) {
+        for (int n_tok : {1, 2, 3, 8, 16, 17}) {  // up to 16: attention_few
           check(9, 3, d, n_keys, n_tok, 1 + static_cast<int>(seed % 2), seed);
           check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
           check(6, 3, d, n_keys, n_tok, 2, seed + 2000);

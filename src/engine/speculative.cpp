@@ -1,0 +1,60 @@
+#include "engine/speculative.h"
+
+#include <vector>
+
+#include "util/error.h"
+
+namespace snapkv {
+
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft) {
+  if (spec.mode == SpecMode::kNone) return nullptr;
+  if (session.compressor() && session.compressor()->press().config().recompress > 0) {
+    fail(ErrorKind::kUnsupported, "speculative decoding does not go with re-compression during generation");
+  }
+  if (spec.mode == SpecMode::kPromptLookup) return prompt_lookup_drafter(spec.ngram_min, spec.ngram_max);
+  if (!draft) fail(ErrorKind::kInvalidArgument, "speculation with a draft model needs a draft model (--draft-model)");
+  return model_drafter(*draft);
+}
+
+int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
+                  const std::function<bool(int32_t)>& emit, GenerateStats& st) {
+  std::vector<int32_t> history = session.tokens();
+  history.push_back(id);
+  const std::vector<int32_t> drafts = k > 0 ? drafter.draft(history, k) : std::vector<int32_t>{};
+  ++st.n_passes;
+  if (drafts.empty()) {
+    session.decode(id);
+    ++st.n_decoded;
+    return sampler.sample(session.logits(), session.tokens());
+  }
+  const int n_before = session.n_past(), m = static_cast<int>(drafts.size());
+  std::vector<int32_t> batch = {id};
+  batch.insert(batch.end(), drafts.begin(), drafts.end());
+  const std::vector<float> rows = session.prefill_all_logits(batch);
+  const size_t n_vocab = rows.size() / batch.size();
+  const auto row = [&](int i) { return std::span<const float>(rows).subspan(i * n_vocab, n_vocab); };
+  st.n_drafted += m;
+  // The sampler sees what it would see without speculation: row i follows batch[0..i].
+  const std::span<const int32_t> seen = session.tokens();
+  int i = 0;
+  int32_t next = -1;
+  for (; i < m; ++i) {
+    const int32_t t = sampler.sample_given_draft(row(i), seen.first(n_before + 1 + i), drafts[i]);
+    if (t != drafts[i]) {
+      next = t;
+      break;
+    }
+    ++st.n_accepted;
+    if (!emit(t)) {
+      session.truncate(n_before + 1 + i);  // as without speculation: the last token is not run
+      st.n_decoded += 1 + i;
+      return -1;
+    }
+  }
+  if (i == m) next = sampler.sample(row(m), seen);
+  session.truncate(n_before + 1 + i, row(i));
+  st.n_decoded += 1 + i;
+  return next;
+}
+
+}  // namespace snapkv

@@ -1,0 +1,29 @@
+#pragma once
+// Speculative decoding's verification step, shared by generate() and the evaluation's greedy
+// answers: a drafter's tokens run through the model in one pass, and the sampler keeps those it
+// agrees with (greedy: exactly the tokens decoding one at a time would give).
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "engine/drafter.h"
+#include "engine/sampler.h"
+#include "engine/sequence.h"
+#include "snapkv/generate.h"
+
+namespace snapkv {
+
+// The drafter spec asks for (null for SpecMode::kNone). Error(kInvalidArgument) for kDraft
+// without a draft sequence; Error(kUnsupported) when session's press re-compresses during
+// generation (its re-compressions would not follow a rollback).
+std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft);
+
+// After id was emitted (and emit(id) said to go on): drafts up to k tokens, verifies id and them
+// in one pass, emits the accepted drafts, and rolls the rejected ones back. Without a draft it
+// decodes id alone. Returns the next token to emit, or -1 when emit ended generation at an
+// accepted draft; then the session holds every emitted token but that one, as after decoding one
+// token at a time. Adds to st's n_decoded, n_passes, n_drafted and n_accepted.
+int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
+                  const std::function<bool(int32_t)>& emit, GenerateStats& st);
+
+}  // namespace snapkv

@@ -1,0 +1,220 @@
+// Speculative decoding on the default model: drafts verified in one multi-token pass and the
+// rejected ones rolled back give transformers' greedy continuations (greedy_llamacpp.json,
+// tools/reference/make_llamacpp_fixture.py), with prompt lookup and with a draft model (itself
+// pressed), and leave the cache, its positions and the window exactly as decoding one token at a
+// time leaves them, for the full cache and for pressed caches with per-head lengths (snapkv per
+// query head, ada_kv).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/generate.h"
+#include "ops/attention.h"
+#include "reference_model.h"
+#include "snapkv/tokenizer.h"
+#include "util/error.h"
+
+namespace snapkv {
+namespace {
+
+using nlohmann::json;
+
+// Logits; as in test_reference_greedy.cpp: only a tie this close may flip transformers' argmax.
+constexpr float kExactTie = 2e-3f;
+
+const Tokenizer& tokenizer() {
+  static const std::unique_ptr<Tokenizer> t = Tokenizer::from_gguf(*test::reference_model().file);
+  return *t;
+}
+
+struct Generated {
+  std::vector<int32_t> ids;
+  std::vector<float> margins;  // top-1 minus top-2 logit where each token was picked
+  GenerateStats st;
+};
+
+// Greedy generation of n tokens after prompt on seq (speculation as given), recording each
+// token's margin from the logits it was picked from (the session's, or the verification rows).
+Generated generate_greedy(Sequence& seq, const std::vector<int32_t>& prompt, int n, SpecMode mode, int k = 4,
+                          Sequence* draft = nullptr) {
+  GenerateParams p;
+  p.max_tokens = n;
+  p.stop_at_eog = false;
+  p.speculation.mode = mode;
+  p.speculation.k = k;
+  Generated g;
+  g.st = generate(seq, tokenizer(), prompt, p, [&](int32_t id, std::string_view) {
+    if (id >= 0) g.ids.push_back(id);
+    return true;
+  }, {}, draft);
+  return g;
+}
+
+// The margins of plain greedy decoding, step by step.
+std::vector<float> plain_margins(const Decoder& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids,
+                                 const SequenceOptions& o) {
+  ThreadPool pool(2);
+  Sequence s(model, static_cast<int>(prompt.size() + ids.size() + 1), pool, o);
+  s.prefill(prompt);
+  std::vector<float> margins;
+  for (const int32_t id : ids) {
+    std::vector<float> row(s.logits().begin(), s.logits().end());
+    const auto best = std::max_element(row.begin(), row.end());
+    const float top = *best;
+    *best = -INFINITY;
+    margins.push_back(top - *std::max_element(row.begin(), row.end()));
+    s.decode(id);
+  }
+  return margins;
+}
+
+// ours equals want, or parts from it only where want's top-1/top-2 margin was a near-tie.
+void expect_same_greedy(const std::vector<int32_t>& ours, const std::vector<int32_t>& want,
+                        const std::vector<float>& want_margins, const std::string& what) {
+  ASSERT_EQ(ours.size(), want.size()) << what;
+  const size_t k = static_cast<size_t>(std::mismatch(ours.begin(), ours.end(), want.begin()).first - ours.begin());
+  if (k < want.size()) {
+    EXPECT_LT(want_margins[k], kExactTie) << what << ": parted at step " << k;
+  }
+}
+
+TEST(Speculative, PromptLookupAndDraftModelFollowTransformersGreedyContinuations) {
+  const json fx = test::load_fixture("greedy_llamacpp.json");
+  const Decoder& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  int drafted = 0, accepted = 0;
+  for (const json& c : fx["cases"]) {
+    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+    const auto hf = c["transformers_ids"].get<std::vector<int32_t>>();
+    const auto hf_margins = c["transformers_margins"].get<std::vector<float>>();
+    const int n = static_cast<int>(hf.size()), n_ctx = static_cast<int>(prompt.size()) + n + 1;
+    const std::string name = c["name"].get<std::string>();
+    {
+      Sequence s(model, n_ctx, pool, SequenceOptions{KvType::kF32, {}});
+      const Generated g = generate_greedy(s, prompt, n, SpecMode::kPromptLookup);
+      expect_same_greedy(g.ids, hf, hf_margins, name + " (prompt lookup)");
+      drafted += g.st.n_drafted;
+      accepted += g.st.n_accepted;
+    }
+    {
+      // The draft is the same model with a pressed cache: most drafts are right, and every pass
+      // rolls the draft's own cache back to what the verification kept.
+      Sequence s(model, n_ctx, pool, SequenceOptions{KvType::kF32, {}});
+      PressConfig press;
+      press.press = "snapkv";
+      press.capacity = 64;
+      press.window = 8;
+      Sequence draft(model, n_ctx, pool, SequenceOptions{KvType::kF16, press});
+      const Generated g = generate_greedy(s, prompt, n, SpecMode::kDraft, 3, &draft);
+      expect_same_greedy(g.ids, hf, hf_margins, name + " (draft model)");
+      EXPECT_GT(g.st.n_accepted, g.st.n_drafted / 2) << name;
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted) << "both acceptance and rollback were exercised";
+}
+
+// The essay, then its opening again: the model goes on quoting the essay, so prompt lookup's
+// drafts are mostly right, and wrong wherever the model's text leaves the quote.
+std::vector<int32_t> quoting_prompt() {
+  const auto essay = test::load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> p(essay.begin(), essay.begin() + 600);
+  p.insert(p.end(), essay.begin() + 1, essay.begin() + 24);
+  return p;
+}
+
+PressConfig press(const std::string& name, GqaReduce gqa = GqaReduce::kMean) {
+  PressConfig c;
+  c.press = name;
+  c.capacity = 128;
+  c.window = 16;
+  c.gqa = gqa;
+  return c;
+}
+
+// Entries of every layer and stored head: their positions, and keys and values within tol.
+void expect_same_cache(const KvCache& a, const KvCache& b, const std::string& what) {
+  ASSERT_EQ(a.n_layer(), b.n_layer());
+  std::vector<float> ra(static_cast<size_t>(a.head_dim())), rb(ra.size());
+  for (int il = 0; il < a.n_layer(); ++il) {
+    const auto la = a.layer(il), lb = b.layer(il);
+    for (size_t h = 0; h < la.size(); ++h) {
+      ASSERT_EQ(std::vector<int32_t>(la[h].pos, la[h].pos + la[h].n), std::vector<int32_t>(lb[h].pos, lb[h].pos + lb[h].n))
+          << what << ": layer " << il << " head " << h;
+      for (int64_t j = 0; j < la[h].n; ++j) {
+        for (const auto& [pa, pb] : {std::pair{la[h].k, lb[h].k}, std::pair{la[h].v, lb[h].v}}) {
+          kv_row_to_f32(a.type(), pa, j, a.head_dim(), ra.data());
+          kv_row_to_f32(b.type(), pb, j, b.head_dim(), rb.data());
+          for (size_t i = 0; i < ra.size(); ++i) {
+            ASSERT_NEAR(ra[i], rb[i], 2e-2f + 1e-2f * std::abs(rb[i])) << what << ": layer " << il << " head " << h;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Speculative, GreedyTokensCacheAndWindowEqualDecodingOneTokenAtATime) {
+  const Decoder& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = quoting_prompt();
+  constexpr int kTokens = 48;
+  const int n_ctx = static_cast<int>(prompt.size()) + kTokens + 1;
+  for (const PressConfig& pc : {PressConfig{}, press("snapkv", GqaReduce::kPerQueryHead), press("ada_kv")}) {
+    const SequenceOptions o{KvType::kF16, pc};
+    Sequence plain(model, n_ctx, pool, o), spec(model, n_ctx, pool, o);
+    const Generated a = generate_greedy(plain, prompt, kTokens, SpecMode::kNone);
+    const Generated b = generate_greedy(spec, prompt, kTokens, SpecMode::kPromptLookup, 6);
+    if (b.ids != a.ids) {  // only at a near-tie; the states differ from there on
+      expect_same_greedy(b.ids, a.ids, plain_margins(model, prompt, a.ids, o), pc.describe());
+      continue;
+    }
+    EXPECT_GT(b.st.n_accepted, kTokens / 4) << pc.describe();
+    EXPECT_LT(b.st.n_accepted, b.st.n_drafted) << pc.describe();
+    EXPECT_LT(b.st.n_passes, kTokens - 1) << pc.describe();
+    EXPECT_EQ(b.st.n_decoded, a.st.n_decoded) << pc.describe();
+    ASSERT_EQ(spec.tokens(), plain.tokens()) << pc.describe();
+    expect_same_cache(spec.kv(), plain.kv(), pc.describe());
+    const std::vector<WindowQueries> wa = plain.windows(), wb = spec.windows();
+    ASSERT_EQ(wa.size(), wb.size());
+    for (size_t il = 0; il < wa.size(); ++il) {
+      EXPECT_EQ(wb[il].pos, wa[il].pos) << "layer " << il;
+      EXPECT_GE(wb[il].pos.size(), static_cast<size_t>(pc.window)) << "layer " << il << ": a whole window";
+    }
+    // And both go on alike: the rolled-back state is a state decoding could have reached.
+    plain.decode(a.ids.back());
+    spec.decode(a.ids.back());
+    for (size_t i = 0; i < plain.logits().size(); ++i) ASSERT_NEAR(spec.logits()[i], plain.logits()[i], 5e-2f);
+  }
+}
+
+TEST(Speculative, StopsWhereDecodingStopsAndRefusesWhatItCannotDo) {
+  const Decoder& model = *test::reference_model().model;
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = quoting_prompt();
+  // A context with room for 10 more tokens: drafts never run past it.
+  const int n_ctx = static_cast<int>(prompt.size()) + 10;
+  Sequence plain(model, n_ctx, pool), spec(model, n_ctx, pool);
+  const Generated a = generate_greedy(plain, prompt, 64, SpecMode::kNone);
+  const Generated b = generate_greedy(spec, prompt, 64, SpecMode::kPromptLookup, 8);
+  EXPECT_EQ(b.ids, a.ids);
+  EXPECT_EQ(spec.n_past(), plain.n_past());
+  EXPECT_EQ(spec.n_past(), n_ctx);
+
+  Sequence s(model, 2048, pool);
+  GenerateParams p;
+  p.speculation.mode = SpecMode::kDraft;
+  EXPECT_THROW(generate(s, tokenizer(), prompt, p, [](int32_t, std::string_view) { return true; }), Error);
+  p.speculation.k = 0;
+  EXPECT_NE(p.validate(), "");
+  PressConfig recompress = press("snapkv");
+  recompress.recompress = 64;
+  Sequence r(model, 2048, pool, SequenceOptions{KvType::kF16, recompress});
+  p.speculation = {SpecMode::kPromptLookup};
+  EXPECT_THROW(generate(r, tokenizer(), prompt, p, [](int32_t, std::string_view) { return true; }), Error);
+}
+
+}  // namespace
+}  // namespace snapkv
