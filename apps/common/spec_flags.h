@@ -12,9 +12,9 @@ namespace snapkv::cli {
 
 struct SpecFlags {
   std::string mode = "none";
-  int k = 4;
-  int ngram = 3;
-  int ngram_min = 1;
+  int k = SpeculationParams{}.k;
+  int ngram = SpeculationParams{}.ngram_max;
+  int ngram_min = SpeculationParams{}.ngram_min;
   std::string draft_model;
 
   // The speculation these flags describe (--draft-model alone means --spec draft), or

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "eval_options.h"
 #include "eval_report.h"
+#include "spec_flags.h"
 #include "snapkv/error.h"
 #include "snapkv/eval.h"
 #include "snapkv/model.h"
@@ -31,6 +32,7 @@ struct SuiteOptions : EvalOptions {
   std::string needle, question, needle_answer;
   bool question_first = false, question_agnostic = false;
   bool report_only = false;
+  SpecFlags spec;
 
   QuestionPlacement placement() const {
     return question_first ? QuestionPlacement::kFirst
@@ -60,6 +62,7 @@ EvalSuiteOptions SuiteOptions::suite_options() const {
   e.base = so.press;
   e.out = out;
   e.report_only = report_only;
+  e.speculation = spec.params();
   return e;
 }
 
@@ -121,6 +124,7 @@ Action add_eval_suite(CLI::App& app, const std::string& suite) {
   app.add_flag("--question-first", o->question_first, "put the question before the context (paper Fig. 5)");
   app.add_flag("--question-agnostic", o->question_agnostic,
                "compress the context before the question is prefilled (the window is the context's tail)");
+  add_spec_flags(app, o->spec);
   if (suite == "niah" || suite == "longeval_lines") {
     app.add_option(suite == "niah" ? "--depths" : "--positions", o->depths,
                    suite == "niah" ? "needle depths in percent, comma-separated; default 0,25,50,75,100"

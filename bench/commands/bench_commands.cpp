@@ -18,7 +18,11 @@ Action add_bench(CLI::App& app) {
   Action run_decode = add_bench_decode(*decode);
   CLI::App* phase = app.add_subcommand("phase", "this moment's memory read bandwidth and the threads' cache-line round trip");
   Action run_phase = add_bench_phase(*phase);
+  CLI::App* spec = app.add_subcommand(
+      "spec", "speculative decoding, full cache and pressed: decode ms/token vs prompt length, acceptance, same answers");
+  Action run_spec = add_bench_spec(*spec);
   return [=] {
+    if (spec->parsed()) return run_spec();
     return compress->parsed() ? run_compress() : roofline->parsed() ? run_roofline() : decode->parsed() ? run_decode() : run_phase();
   };
 }

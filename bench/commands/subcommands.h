@@ -13,5 +13,6 @@ Action add_bench_compress(CLI::App& app);  // cmd_bench_compress.cpp
 Action add_bench_decode(CLI::App& app);    // cmd_bench_decode.cpp
 Action add_bench_roofline(CLI::App& app);  // cmd_bench_roofline.cpp
 Action add_bench_phase(CLI::App& app);     // cmd_bench_phase.cpp
+Action add_bench_spec(CLI::App& app);      // cmd_bench_spec.cpp
 
 }  // namespace snapkv::cli

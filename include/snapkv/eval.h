@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "snapkv/generate.h"
 #include "snapkv/model.h"
 #include "snapkv/press.h"
 #include "snapkv/types.h"
@@ -127,6 +128,9 @@ struct EvalSuiteOptions {
   std::string chat_template;   // "": the model's own (Model::pick_chat_template)
   std::string out;             // the folder of <suite>.jsonl.gz (created when missing)
   bool report_only = false;    // run nothing: return the results already in out
+  // Answers decoded with speculation (prompt lookup only), one sequence at a time: the same
+  // greedy answers; its results are kept apart from those decoded without ("spec" in each line).
+  SpeculationParams speculation;
 
   // A readable error (empty when valid): unknown suite or press, empty lists, bad press options.
   std::string validate() const;

@@ -21,9 +21,11 @@ enum class SpecMode {
 
 struct SpeculationParams {
   SpecMode mode = SpecMode::kNone;
-  int k = 4;          // tokens drafted per pass, 1..16
+  // Tokens drafted per pass, 1..16. On the 2-thread Xeon VM a pass of 2 tokens costs about what
+  // one costs and longer ones more (docs/speculative.md), so 1 is the default.
+  int k = 1;
   int ngram_max = 3;  // prompt lookup: the longest run of last tokens matched, tried first
-  int ngram_min = 1;  // prompt lookup: the shortest run matched (no draft below it)
+  int ngram_min = 2;  // prompt lookup: the shortest run matched (no draft below it)
 
   std::string validate() const;
 };

@@ -11,6 +11,7 @@ class ModelDrafter final : public Drafter {
  public:
   explicit ModelDrafter(Sequence& draft) : d_(draft) {}
 
+ private:
   std::vector<int32_t> draft(std::span<const int32_t> history, int k) override {
     if (history.empty() || k < 1) return {};
     // The draft keeps what history starts with, and runs at least one token for fresh logits.
@@ -30,7 +31,6 @@ class ModelDrafter final : public Drafter {
     return out;
   }
 
- private:
   Sequence& d_;
 };
 

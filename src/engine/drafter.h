@@ -14,8 +14,20 @@ class Drafter {
  public:
   virtual ~Drafter() = default;
   // Up to k tokens likely to follow history (the prompt and every token generated so far); none
-  // when it has no guess.
+  // when it has no guess, or while it backs off: after a pass that kept none of its drafts it
+  // skips as many passes as it backs off (1, then 2, 4, ... up to 16 after each further such
+  // pass; back to 1 after a pass that kept one). A rejected draft costs a verification pass
+  // about as much as a decode step on a CPU, so text that does not repeat itself is decoded
+  // plainly.
+  std::vector<int32_t> propose(std::span<const int32_t> history, int k);
+  // How many of the last proposal's drafts the verification kept.
+  void kept(int n_kept);
+
+ protected:
   virtual std::vector<int32_t> draft(std::span<const int32_t> history, int k) = 0;
+
+ private:
+  int skip_ = 0, backoff_ = 1;
 };
 
 // Prompt lookup: the tokens that followed the latest earlier occurrence of history's last n

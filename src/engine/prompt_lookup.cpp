@@ -11,6 +11,7 @@ class PromptLookup final : public Drafter {
  public:
   PromptLookup(int ngram_min, int ngram_max) : ngram_min_(ngram_min), ngram_max_(ngram_max) {}
 
+ private:
   std::vector<int32_t> draft(std::span<const int32_t> history, int k) override {
     const int64_t n = static_cast<int64_t>(history.size());
     for (int64_t g = std::min<int64_t>(ngram_max_, n - 1); g >= ngram_min_; --g) {
@@ -24,7 +25,6 @@ class PromptLookup final : public Drafter {
     return {};
   }
 
- private:
   int ngram_min_, ngram_max_;
 };
 

@@ -1,10 +1,28 @@
 #include "engine/speculative.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "util/error.h"
 
 namespace snapkv {
+
+std::vector<int32_t> Drafter::propose(std::span<const int32_t> history, int k) {
+  if (skip_ > 0) {
+    --skip_;
+    return {};
+  }
+  return draft(history, k);
+}
+
+void Drafter::kept(int n_kept) {
+  if (n_kept > 0) {
+    backoff_ = 1;
+    return;
+  }
+  skip_ = backoff_;
+  backoff_ = std::min(2 * backoff_, 16);
+}
 
 std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft) {
   if (spec.mode == SpecMode::kNone) return nullptr;
@@ -20,7 +38,7 @@ int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t
                   const std::function<bool(int32_t)>& emit, GenerateStats& st) {
   std::vector<int32_t> history = session.tokens();
   history.push_back(id);
-  const std::vector<int32_t> drafts = k > 0 ? drafter.draft(history, k) : std::vector<int32_t>{};
+  const std::vector<int32_t> drafts = k > 0 ? drafter.propose(history, k) : std::vector<int32_t>{};
   ++st.n_passes;
   if (drafts.empty()) {
     session.decode(id);
@@ -51,6 +69,7 @@ int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t
       return -1;
     }
   }
+  drafter.kept(i);
   if (i == m) next = sampler.sample(row(m), seen);
   session.truncate(n_before + 1 + i, row(i));
   st.n_decoded += 1 + i;

@@ -7,13 +7,17 @@
 
 #include "engine/sequence.h"
 #include "eval/suite.h"
+#include "snapkv/generate.h"
 #include "snapkv/tokenizer.h"
 
 namespace snapkv {
 
 // Each sequence stops at an end-of-generation token, after c.max_tokens, or (c.stop_at_newline)
 // at a newline once its answer has text. Returns the answers without surrounding whitespace.
+// With speculation (prompt lookup), each sequence answers on its own with drafts verified in one
+// pass each, which gives the same greedy tokens; its counts are added to stats[i] when given.
 std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const Tokenizer& tokenizer,
-                                         const EvalCase& c);
+                                         const EvalCase& c, const SpeculationParams& spec = {},
+                                         std::vector<GenerateStats>* stats = nullptr);
 
 }  // namespace snapkv

@@ -21,14 +21,14 @@ bool is_result_line(const nlohmann::json& j) {
 }
 
 void add_lines(SuiteResults& r, const fs::path& path, const std::vector<std::string>& lines,
-               const std::string& placement) {
+               const std::string& placement, const std::string& spec) {
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     nlohmann::json j = nlohmann::json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !is_result_line(j)) {
       fail(ErrorKind::kBadFile, "{}:{}: not a result line of snapkv eval", path.string(), i + 1);
     }
-    if (j["placement"] != placement) continue;
+    if (j["placement"] != placement || j.value("spec", std::string("none")) != spec) continue;
     const std::string id = j["case"].get<std::string>();
     r.hashes[id] = j["input_hash"].get<std::string>();
     if (!r.cells.insert(cell_key(id, j["press"].get<std::string>(), j["capacity"].get<int>())).second) continue;
@@ -46,13 +46,19 @@ fs::path results_path(const std::string& out, const std::string& suite) {
   return fs::path(out) / (suite + ".jsonl.gz");
 }
 
-SuiteResults read_suite_results(const std::string& out, const std::string& suite, const std::string& placement) {
+std::string spec_label(const SpeculationParams& spec) {
+  if (spec.mode == SpecMode::kNone) return "none";
+  return fmt::format("{} k={}", spec.mode == SpecMode::kDraft ? "draft" : "prompt-lookup", spec.k);
+}
+
+SuiteResults read_suite_results(const std::string& out, const std::string& suite, const std::string& placement,
+                                const std::string& spec) {
   SuiteResults r;
   const fs::path plain = fs::path(out) / (suite + ".jsonl");
-  add_lines(r, plain, read_result_lines(plain).lines, placement);
+  add_lines(r, plain, read_result_lines(plain).lines, placement, spec);
   const fs::path gz = results_path(out, suite);
   const ResultLines lines = read_result_lines(gz);
-  add_lines(r, gz, lines.lines, placement);
+  add_lines(r, gz, lines.lines, placement, spec);
   if (lines.truncated) write_result_lines(gz, lines.lines);
   return r;
 }

@@ -2,7 +2,7 @@
 // The results a suite run already has: the lines of <out>/<suite>.jsonl.gz (eval/results_file.h)
 // and, from runs before the results were compressed, of <out>/<suite>.jsonl, which is read and
 // never modified (new lines go to the .gz). A result is one case x press x capacity of one
-// question placement.
+// question placement and one kind of decoding ("spec": "none", or the speculation's label).
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -28,10 +28,14 @@ std::string cell_key(const std::string& case_id, const std::string& press, int c
 // <out>/<suite>.jsonl.gz: where the results are written.
 std::filesystem::path results_path(const std::string& out, const std::string& suite);
 
-// The results of `placement` in out. A .gz whose last member was cut short (a run stopped while
+// The results of `placement` and `spec` in out (lines without "spec" were decoded without). A .gz whose last member was cut short (a run stopped while
 // writing it) is rewritten with its complete lines, so that lines appended after it stay
 // readable. Error(kBadFile) naming the file and line for a line that is not a result.
-SuiteResults read_suite_results(const std::string& out, const std::string& suite, const std::string& placement);
+SuiteResults read_suite_results(const std::string& out, const std::string& suite, const std::string& placement,
+                                const std::string& spec);
+
+// "none", or "prompt-lookup k=4": the result lines' "spec".
+std::string spec_label(const SpeculationParams& spec);
 
 // A result line as a report needs it; heatmap: the suite's meta keys of columns and rows.
 EvalSuiteRow suite_row(const nlohmann::json& line, const std::pair<std::string, std::string>& heatmap);

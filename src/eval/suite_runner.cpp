@@ -65,6 +65,8 @@ std::string EvalSuiteOptions::validate() const {
   if (capacities.empty()) return "the list of capacities is empty";
   if (limit < 0) return fmt::format("the case limit must be 0 (all) or positive, got {}", limit);
   if (max_tokens < 0) return fmt::format("the answer tokens must be 0 (the suite's) or positive, got {}", max_tokens);
+  if (speculation.mode == SpecMode::kDraft) return "the evaluation speculates with prompt lookup, not a draft model";
+  if (std::string err = speculation.validate(); !err.empty()) return err;
   // Presses and capacities: the fidelity evaluation's checks (names, duplicates, press options).
   FidelityParams fp;
   fp.lengths = {1};
@@ -81,7 +83,8 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
   const fs::path out_path = results_path(o.out, o.suite);
   check_writable(o.out, out_path);
   const std::string placement = placement_name(o.placement);
-  SuiteResults done = read_suite_results(o.out, o.suite, placement);
+  const std::string spec = spec_label(o.speculation);
+  SuiteResults done = read_suite_results(o.out, o.suite, placement, spec);
 
   const ModelInfo& info = model.info();
   const Decoder& decoder = *model.impl().decoder;
@@ -237,7 +240,8 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
     std::vector<Sequence*> seqs;
     for (const Cell& cell : todo_cells) seqs.push_back(cell.seq.get());
     Timer dt;
-    const std::vector<std::string> answers = answer_greedily(seqs, tokenizer, c);
+    std::vector<GenerateStats> spec_stats(seqs.size());
+    const std::vector<std::string> answers = answer_greedily(seqs, tokenizer, c, o.speculation, &spec_stats);
     const double decode_s = dt.seconds() / static_cast<double>(std::max<size_t>(1, todo_cells.size()));
     std::vector<std::string> lines;
     for (size_t i = 0; i < todo_cells.size(); ++i) {
@@ -259,6 +263,12 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
                           {"model", info.name},
                           {"kv_type", kv_type_name(o.kv_type)},
                           {"seed", o.seed}};
+      if (o.speculation.mode != SpecMode::kNone) {
+        j["spec"] = spec;
+        j["spec_drafted"] = spec_stats[i].n_drafted;
+        j["spec_accepted"] = spec_stats[i].n_accepted;
+        j["spec_passes"] = spec_stats[i].n_passes;
+      }
       j.update(c.meta);
       j.update(suite->score(c, answers[i]));
       lines.push_back(j.dump());
