@@ -739,6 +739,26 @@ void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out) 
 
 namespace {
 
+// [k0, k1) ranges of whole blocks over n keys, of about `chunk` keys each (a multiple of the
+// block) and of equal size, so that the threads' shares stay balanced; at least one, even empty.
+std::vector<std::pair<int64_t, int64_t>> key_ranges(int64_t n, int64_t chunk) {
+  using attention_detail::kKeyBlock;
+  const int64_t parts = std::max<int64_t>(1, (n + chunk - 1) / chunk), blocks = (n + kKeyBlock - 1) / kKeyBlock;
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (int64_t p = 0; p < parts; ++p) {
+    r.emplace_back(std::min(n, blocks * p / parts * kKeyBlock), std::min(n, blocks * (p + 1) / parts * kKeyBlock));
+  }
+  return r;
+}
+
+// Keys per range when `total` keys are split in about `per_thread` ranges per thread, none below
+// 4 blocks: a whole number of blocks.
+int64_t key_chunk(int64_t total, int per_thread, const ThreadPool& pool) {
+  using attention_detail::kKeyBlock;
+  const int64_t per_item = std::max<int64_t>(4 * kKeyBlock, total / (per_thread * pool.size()));
+  return (per_item + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+}
+
 // One key range's partial result for one query row: unnormalized accumulator [d], max, sum.
 struct Partial {
   const float* acc;
@@ -765,13 +785,13 @@ void merge_partials(std::span<const Partial> parts, int d, float* o, float* lse)
 }
 
 // A few query tokens of one sequence (speculative decoding's verification). Their keys are split
-// into ranges that the threads take apart, every range read once for all the tokens (a tile),
-// and the ranges' results are merged by their log-sum-exp, as in attention_decode: the token
-// tiles alone would give each thread whole KV heads, fewer than the threads with few KV heads.
-// Every range holds keys that all tokens see (positions up to the first token's).
+// into ranges that the threads take apart; each range is attended by every token in turn with
+// the decode kernel (read from memory once, then from the core's cache), and the ranges' results
+// are merged by their log-sum-exp, as in attention_decode: the prefill's token tiles would give
+// each thread whole KV heads, fewer than the threads with few KV heads. Every range holds keys
+// that all tokens see (positions up to the first token's); the last also holds the tokens' own.
 void attention_few(const float* q, const int32_t* q_pos, int n_tok, int n_head, int d,
                    std::span<const KvHeadView> kv, float* out, ThreadPool& pool, float* lse) {
-  using attention_detail::kKeyBlock;
   const int n_kv = static_cast<int>(kv.size()), n_group = n_head / n_kv;
   struct Item {
     int hk;
@@ -782,17 +802,14 @@ void attention_few(const float* q, const int32_t* q_pos, int n_tok, int n_head, 
   for (int hk = 0; hk < n_kv; ++hk) {
     total += shared[hk] = std::upper_bound(kv[hk].pos, kv[hk].pos + kv[hk].n, q_pos[0]) - kv[hk].pos;
   }
-  const int64_t per_item = std::max<int64_t>(4 * kKeyBlock, total / (4 * pool.size()));
-  const int64_t chunk = (per_item + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  const int64_t chunk = key_chunk(total, 4, pool);
   std::vector<Item> items;
   for (int hk = 0; hk < n_kv; ++hk) {
     const KvHeadView& v = kv[hk];
     const size_t row = static_cast<size_t>(d) * kv_type_size(v.type);
-    const int64_t n = shared[hk], parts = std::max<int64_t>(1, (n + chunk - 1) / chunk);
-    const int64_t blocks = (n + kKeyBlock - 1) / kKeyBlock;
-    for (int64_t p = 0; p < parts; ++p) {
-      const int64_t k0 = std::min(n, blocks * p / parts * kKeyBlock);
-      const int64_t k1 = p + 1 == parts ? v.n : std::min(n, blocks * (p + 1) / parts * kKeyBlock);
+    std::vector<std::pair<int64_t, int64_t>> ranges = key_ranges(shared[hk], chunk);
+    ranges.back().second = v.n;
+    for (const auto& [k0, k1] : ranges) {
       items.push_back({hk, {k1 - k0, static_cast<const uint8_t*>(v.k) + k0 * row,
                             static_cast<const uint8_t*>(v.v) + k0 * row, v.pos + k0, v.type}});
     }
@@ -842,9 +859,9 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
       total += n_keys[b * n_kv + hk] = std::upper_bound(v.pos, v.pos + v.n, q_pos[b]) - v.pos;
     }
   }
-  // Key ranges of whole blocks, about eight per thread over everything, none below 4 blocks.
-  const int64_t per_item = std::max<int64_t>(4 * kKeyBlock, total / (8 * pool.size()));
-  const int64_t chunk = (per_item + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  // Key ranges of whole blocks, about eight per thread over everything, at least one, even empty,
+  // per (sequence, KV head).
+  const int64_t chunk = key_chunk(total, 8, pool);
   struct Item {
     int b, hk;
     int64_t k0, k1;
@@ -852,15 +869,7 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   std::vector<Item> items;
   for (int b = 0; b < n_seq; ++b) {
     for (int hk = 0; hk < n_kv; ++hk) {
-      // Ranges of equal size (whole blocks), so that the threads' shares stay balanced; at least
-      // one range, even empty, per (sequence, KV head).
-      const int64_t n = n_keys[b * n_kv + hk];
-      const int64_t parts = std::max<int64_t>(1, (n + chunk - 1) / chunk);
-      const int64_t blocks = (n + kKeyBlock - 1) / kKeyBlock;
-      for (int64_t p = 0; p < parts; ++p) {
-        items.push_back({b, hk, std::min(n, blocks * p / parts * kKeyBlock),
-                         std::min(n, blocks * (p + 1) / parts * kKeyBlock)});
-      }
+      for (const auto& [k0, k1] : key_ranges(n_keys[b * n_kv + hk], chunk)) items.push_back({b, hk, k0, k1});
     }
   }
   const size_t rows = static_cast<size_t>(n_group);
