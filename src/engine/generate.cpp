@@ -1,6 +1,5 @@
 #include "engine/generate.h"
 
-#include <algorithm>
 #include <memory>
 
 #include "engine/sampler.h"
@@ -57,18 +56,15 @@ GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<
     ++st.n_generated;
     return on_token(id, utf8.push(tokenizer.token_piece(id))) && st.n_generated < params.max_tokens;
   };
-  if (params.max_tokens > 0) {
+  if (params.max_tokens > 0 && drafter) {
+    decode_speculatively(session, sampler, *drafter, sampler.sample(session.logits(), session.tokens()), spec.k,
+                         params.max_tokens, emit, st);
+  } else if (params.max_tokens > 0) {
     int32_t id = sampler.sample(session.logits(), session.tokens());
-    while (id >= 0 && emit(id) && session.n_past() < session.n_ctx()) {
-      if (drafter) {
-        // Drafts past the tokens still to generate, or past the context, would never be kept.
-        const int room = std::min(params.max_tokens - st.n_generated, session.n_ctx() - session.n_past() - 1);
-        id = speculate(session, sampler, *drafter, id, std::min(spec.k, room), emit, st);
-      } else {
-        session.decode(id);
-        ++st.n_decoded;
-        id = sampler.sample(session.logits(), session.tokens());
-      }
+    while (emit(id) && session.n_past() < session.n_ctx()) {
+      session.decode(id);
+      ++st.n_decoded;
+      id = sampler.sample(session.logits(), session.tokens());
     }
   }
   st.decode_s = timer.seconds();

@@ -76,4 +76,18 @@ int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t
   return next;
 }
 
+void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,
+                          const std::function<bool(int32_t)>& emit, GenerateStats& st) {
+  int emitted = 0;
+  const std::function<bool(int32_t)> counted = [&](int32_t t) {
+    const bool more = emit(t);
+    ++emitted;  // past an end token too: the loop ends there anyway
+    return more;
+  };
+  while (id >= 0 && counted(id) && session.n_past() < session.n_ctx()) {
+    const int room = std::min(max_tokens - emitted, session.n_ctx() - session.n_past() - 1);
+    id = speculate(session, sampler, drafter, id, std::min(k, room), counted, st);
+  }
+}
+
 }  // namespace snapkv

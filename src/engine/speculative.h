@@ -26,4 +26,9 @@ std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Seque
 int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
                   const std::function<bool(int32_t)>& emit, GenerateStats& st);
 
+// The decode loop with speculation: emits id, then speculate() pass after pass until emit says
+// to stop, max_tokens were emitted or the context is full. Drafts never run past either.
+void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,
+                          const std::function<bool(int32_t)>& emit, GenerateStats& st);
+
 }  // namespace snapkv

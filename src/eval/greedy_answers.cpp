@@ -1,6 +1,5 @@
 #include "eval/greedy_answers.h"
 
-#include <algorithm>
 #include <memory>
 #include <numeric>
 
@@ -38,10 +37,8 @@ std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const 
         text[k] = tokenizer.decode(out[k]);
         return static_cast<int>(out[k].size()) < c.max_tokens;
       };
-      int32_t id = c.max_tokens > 0 ? greedy_token(s.logits()) : -1;
-      while (id >= 0 && emit(id) && s.n_past() < s.n_ctx()) {
-        const int room = std::min(c.max_tokens - static_cast<int>(out[k].size()), s.n_ctx() - s.n_past() - 1);
-        id = speculate(s, greedy, *drafter, id, std::min(spec.k, room), emit, st);
+      if (c.max_tokens > 0) {
+        decode_speculatively(s, greedy, *drafter, greedy_token(s.logits()), spec.k, c.max_tokens, emit, st);
       }
       if (stats) stats->at(k) = st;
     }

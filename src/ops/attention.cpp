@@ -846,7 +846,6 @@ void attention_few(const float* q, const int32_t* q_pos, int n_tok, int n_head, 
 
 void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_head, int head_dim,
                       std::span<const std::span<const KvHeadView>> kv, float* out, ThreadPool& pool, float* lse) {
-  using attention_detail::kKeyBlock;
   if (n_seq == 0) return;
   const int n_kv = static_cast<int>(kv[0].size());
   const int n_group = n_head / n_kv, d = head_dim;
