@@ -219,6 +219,35 @@ PressConfig press_of(const json& body, const PressConfig& def) {
   return p;
 }
 
+// speculation: {"mode": "prompt-lookup" | "none", "k", "ngram_max", "ngram_min"} over the
+// server's defaults.
+SpeculationParams speculation_of(const json& body, const SpeculationParams& def, const PressConfig& press) {
+  const json* v = field(body, "speculation");
+  if (!v) return def;
+  const std::string pre = "speculation.";
+  if (!v->is_object()) bad_request("speculation", "'speculation' must be an object");
+  for (const auto& [key, val] : v->items()) {
+    if (key != "mode" && key != "k" && key != "ngram_max" && key != "ngram_min") {
+      bad_request(pre + key, fmt::format("unknown field '{}{}' (known: mode, k, ngram_max, ngram_min)", pre, key));
+    }
+  }
+  SpeculationParams p = def;
+  if (const json* mode = field(*v, "mode")) {
+    const std::string name = string_of(*mode, pre + "mode");
+    if (name == "draft") bad_request(pre + "mode", "speculation with a draft model is not served (prompt-lookup is)");
+    if (name != "prompt-lookup" && name != "none") {
+      bad_request(pre + "mode", fmt::format("'{}mode' must be prompt-lookup or none, got '{}'", pre, name));
+    }
+    p.mode = parse_spec_mode(name);
+  }
+  p.k = static_cast<int>(int_in(*v, "k", 1, 16, p.k, pre));
+  p.ngram_max = static_cast<int>(int_in(*v, "ngram_max", 1, 16, p.ngram_max, pre));
+  p.ngram_min = static_cast<int>(int_in(*v, "ngram_min", 1, 16, p.ngram_min, pre));
+  if (p.ngram_min > p.ngram_max) bad_request(pre + "ngram_min", "'speculation.ngram_min' must be <= 'speculation.ngram_max'");
+  if (const std::string err = p.conflict(press); !err.empty()) bad_request("speculation", err);
+  return p;
+}
+
 }  // namespace
 
 void bad_request(const std::string& param, const std::string& message) {
@@ -276,6 +305,7 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
   }
   r.timeout_s = number_in(body, "timeout", 0.001, 24 * 3600, d.timeout_s);
   r.press = press_of(body, d.press);
+  r.params.speculation = speculation_of(body, d.speculation, r.press);
   return r;
 }
 

@@ -40,6 +40,7 @@ struct RequestDefaults {
   int max_tokens = 512;          // when the request gives none
   double timeout_s = 600;        // when the request gives none
   PressConfig press;             // the server's compression, overlaid by kv_compression
+  SpeculationParams speculation; // the server's speculation (prompt lookup or none), overlaid by speculation
   // Sampling fields a request leaves out (serve: the model's recommended sampling or llama.cpp's
   // server defaults). The seed is never a default: without one each request draws its own.
   SamplingParams sampling;
@@ -73,7 +74,7 @@ struct ApiRequest {
 
 // Throws ApiError (400, or 404 for an unknown model) for anything malformed, of the wrong type or
 // out of range. Unknown top-level fields are ignored, as OpenAI clients send extras; unknown
-// kv_compression fields are errors.
+// kv_compression and speculation fields are errors.
 ApiRequest parse_request(const nlohmann::json& body, bool chat, const RequestDefaults& defaults);
 
 // The conversation in the model's chat template. Tool results and assistant tool calls go where

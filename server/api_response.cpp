@@ -23,7 +23,8 @@ json usage_body(const SequenceStats& s) {
           {"kv_full_bytes", s.kv_full_bytes},
           {"prefill_seconds", s.prefill_s},
           {"decode_seconds", s.decode_s},
-          {"queue_seconds", s.queue_s}};
+          {"queue_seconds", s.queue_s},
+          {"speculation", {{"passes", s.n_passes}, {"drafted", s.n_drafted}, {"accepted", s.n_accepted}}}};
 }
 
 namespace {

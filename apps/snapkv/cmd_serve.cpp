@@ -17,6 +17,7 @@
 #include "kv_options.h"
 #include "model_options.h"
 #include "sampling_flags.h"
+#include "spec_flags.h"
 #include "text_file.h"
 #include "server/http_server.h"
 #include "snapkv/memory.h"
@@ -42,6 +43,7 @@ struct ServeOptions {
   server::ServerOptions http;
   KvOptions kv;
   ModelFlags model_flags;
+  SpecFlags spec;
 };
 
 int serve(ServeOptions& o, const CLI::App* app) {
@@ -53,6 +55,13 @@ int serve(ServeOptions& o, const CLI::App* app) {
   const SessionOptions so = o.kv.session_options();
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
+  o.http.defaults.speculation = o.spec.params();
+  if (o.http.defaults.speculation.mode == SpecMode::kDraft) {
+    fail(ErrorKind::kInvalidArgument, "the server does not serve a draft model; use --spec prompt-lookup");
+  }
+  if (const std::string err = o.http.defaults.speculation.conflict(so.press); !err.empty()) {
+    fail(ErrorKind::kInvalidArgument, "{}", err);
+  }
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (o.http.defaults.max_tokens < 0) fail(ErrorKind::kInvalidArgument, "--max-tokens must be >= 0");
   if (!(o.http.defaults.timeout_s > 0)) fail(ErrorKind::kInvalidArgument, "--timeout must be positive");
@@ -170,6 +179,7 @@ Action add_serve(CLI::App& app) {
   app.add_option("--cors-origins", o->cors_origins,
                  "web origins allowed to call the server from a browser, comma-separated (* for any)");
   add_sampling_flags(app, o->sampling, /*with_seed=*/false);
+  add_spec_flags(app, o->spec);
   return [o, &app] { return serve(*o, &app); };
 }
 

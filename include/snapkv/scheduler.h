@@ -8,7 +8,8 @@
 //     does not stall the sequences that are decoding; prefilling sequences take turns, so
 //     requests that arrive together decode together;
 //   - each decode step samples one token for every decoding sequence and runs them through the
-//     model together, so the weights are read once per step.
+//     model together, so the weights are read once per step; a sequence with speculation
+//     (prompt lookup) puts its drafts in the same step, and keeps those its sampler accepts.
 // A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
 // context, its deadline or cancellation (a client that went away). Its state then stays in the
 // prompt cache, inside the same KV budget, until the memory is needed (least recently used out
@@ -59,7 +60,7 @@ struct SchedulerOptions {
 
 struct SequenceRequest {
   std::vector<int32_t> prompt;
-  GenerateParams params;             // max_tokens, sampling, stop_at_eog
+  GenerateParams params;             // max_tokens, sampling, stop_at_eog, speculation (prompt lookup)
   std::vector<std::string> stop;     // stop strings (not part of the output)
   PressConfig press;
   std::optional<Clock::time_point> deadline;
@@ -77,6 +78,8 @@ struct SequenceStats {
   size_t kv_bytes = 0;       // held at the end (compressed)
   size_t kv_full_bytes = 0;  // the uncompressed cache for the same tokens
   size_t kv_reserved = 0;    // what admission set aside
+  // Speculative decoding: verification passes, tokens drafted and drafts accepted.
+  int n_passes = 0, n_drafted = 0, n_accepted = 0;
 };
 
 // A submitted request as its client sees it. Thread-safe.
@@ -147,7 +150,8 @@ class Scheduler {
   ~Scheduler();  // stop()
 
   // Queues a request, or returns why not (the job is then null). Throws Error for a request
-  // that is invalid (bad press or sampling parameters, empty prompt, prompt over the context).
+  // that is invalid (bad press, sampling or speculation parameters, speculation with a draft
+  // model or beside re-compression, empty prompt, prompt over the context).
   std::shared_ptr<Job> submit(SequenceRequest request, Rejection* rejected);
   // Stops admitting: queued requests end with kShutdown at once, new ones are rejected
   // (kShuttingDown), running ones go on. Idempotent.

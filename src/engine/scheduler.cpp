@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
 #include "kv/press.h"
@@ -131,6 +132,8 @@ struct BatchScheduler::Running {
   // admitted with it that share them; then its press goes on from that state.
   int doc_len = 0;
   size_t extra = 0;  // bytes reserved beyond stats.kv_reserved while its prefill holds a whole cache
+  std::unique_ptr<Drafter> drafter;  // speculative decoding (made at its first decode step)
+  int32_t next = -1;                 // the token its last verification pass sampled, to emit next
 
   Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
@@ -188,6 +191,12 @@ std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* 
   }
   if (const std::string err = request.params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (const std::string err = request.press.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (request.params.speculation.mode == SpecMode::kDraft) {
+    fail(ErrorKind::kUnsupported, "speculation with a draft model is not served (prompt-lookup is)");
+  }
+  if (const std::string err = request.params.speculation.conflict(request.press); !err.empty()) {
+    fail(ErrorKind::kUnsupported, "{}", err);
+  }
   request.params.max_tokens = static_cast<int>(std::min<int64_t>(request.params.max_tokens, n_ctx_ - n_prompt));
   const size_t reserve = kv_bound_bytes(request.press, n_prompt, request.params.max_tokens);
   std::lock_guard lk(mu_);
@@ -473,10 +482,19 @@ void BatchScheduler::start_waiting(std::vector<std::unique_ptr<Running>>& runnin
   }
 }
 
+FinishReason BatchScheduler::emit(Running& r, int32_t id) {
+  if (r.req.params.stop_at_eog && tokenizer_.is_eog(id)) return FinishReason::kStop;
+  ++r.stats.n_generated;
+  r.seq->emit(r.stops.push(r.utf8.push(tokenizer_.token_piece(id))));
+  if (r.stops.stopped()) return FinishReason::kStop;
+  return r.stats.n_generated >= r.req.params.max_tokens ? FinishReason::kLength : FinishReason::kNone;
+}
+
 void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
+  std::vector<Running*> members;
   std::vector<Sequence*> batch;
-  std::vector<int32_t> tokens;
-  int64_t sampled = 0;
+  std::vector<std::vector<int32_t>> passes;  // each member's tokens: the next one, then its drafts
+  int64_t generated = 0;
   for (auto& rp : running) {
     Running& r = *rp;
     if (r.done || !r.decoding) continue;
@@ -484,29 +502,57 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
       end(r, FinishReason::kLength);
       continue;
     }
-    const int32_t id = r.sampler.sample(r.session->logits(), r.session->tokens());
-    if (r.req.params.stop_at_eog && tokenizer_.is_eog(id)) {
-      end(r, FinishReason::kStop);
+    // The token a verification pass sampled where it rejected a draft, else one from the logits.
+    const int32_t id = r.next >= 0 ? std::exchange(r.next, -1) : r.sampler.sample(r.session->logits(), r.session->tokens());
+    const int before = r.stats.n_generated;
+    FinishReason why = emit(r, id);
+    generated += r.stats.n_generated - before;
+    if (why == FinishReason::kNone && r.session->n_past() >= r.session->n_ctx()) why = FinishReason::kLength;
+    if (why != FinishReason::kNone) {
+      end(r, why);
       continue;
     }
-    ++r.stats.n_generated;
-    ++sampled;
-    r.seq->emit(r.stops.push(r.utf8.push(tokenizer_.token_piece(id))));
-    if (r.stops.stopped()) {
-      end(r, FinishReason::kStop);
-    } else if (r.stats.n_generated >= r.req.params.max_tokens || r.session->n_past() >= r.session->n_ctx()) {
-      end(r, FinishReason::kLength);
-    } else {
-      batch.push_back(r.session.get());
-      tokens.push_back(id);
+    members.push_back(&r);
+    batch.push_back(r.session.get());
+    const SpeculationParams& spec = r.req.params.speculation;
+    if (spec.mode == SpecMode::kNone) {
+      passes.push_back({id});
+      continue;
     }
+    if (!r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
+    // Drafts never run past max_tokens or the context.
+    const int room = std::min(r.req.params.max_tokens - r.stats.n_generated, r.session->n_ctx() - r.session->n_past() - 1);
+    passes.push_back(draft_pass(*r.session, *r.drafter, id, std::min(spec.k, room)));
   }
   Timer t;
-  Sequence::decode_batch(batch, tokens);
+  const std::vector<std::span<const int32_t>> rows(passes.begin(), passes.end());
+  const std::vector<float> logits = Sequence::decode_batch(batch, rows);
+  const double step_s = t.seconds();
+  const size_t n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  size_t at = 0;
+  for (size_t b = 0; b < members.size(); ++b) {
+    Running& r = *members[b];
+    const std::span<const float> own = std::span(logits).subspan(at * n_vocab, passes[b].size() * n_vocab);
+    at += passes[b].size();
+    if (!r.drafter) continue;
+    // The accepted drafts are emitted, the rejected ones rolled back.
+    GenerateStats st;
+    FinishReason why = FinishReason::kNone;
+    const int before = r.stats.n_generated;
+    r.next = accept_pass(*r.session, r.sampler, *r.drafter, passes[b], own, [&](int32_t d) {
+      why = emit(r, d);
+      return why == FinishReason::kNone;
+    }, st);
+    generated += r.stats.n_generated - before;
+    r.stats.n_passes += st.n_passes;
+    r.stats.n_drafted += st.n_drafted;
+    r.stats.n_accepted += st.n_accepted;
+    if (r.next < 0) end(r, why);
+  }
   std::lock_guard lk(mu_);
-  metrics_.generated_tokens += sampled;
+  metrics_.generated_tokens += generated;
   if (!batch.empty()) {
-    metrics_.decode_s += t.seconds();
+    metrics_.decode_s += step_s;
     ++metrics_.decode_steps;
   }
 }

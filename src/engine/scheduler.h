@@ -48,7 +48,11 @@ class BatchScheduler {
   void loop();
   void admit(std::vector<std::unique_ptr<Running>>& running);
   void prefill_slice(std::vector<std::unique_ptr<Running>>& running);
+  // One batched forward step of every decoding sequence: its next token, or with speculation
+  // that token and its drafts (verified, the accepted ones emitted, the others rolled back).
   void decode_step(std::vector<std::unique_ptr<Running>>& running);
+  // Emits id to r's client; kNone to go on, else why r ends (the caller ends it).
+  FinishReason emit(Running& r, int32_t id);
   void end(Running& r, FinishReason reason, std::string error = {});
   // The prompt cache's key of a request: its press options and the KV type.
   std::string cache_key(const PressConfig& press) const;

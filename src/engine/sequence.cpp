@@ -120,10 +120,21 @@ bool Sequence::prefill_step() {
 }
 
 void Sequence::decode_batch(std::span<Sequence* const> sessions, std::span<const int32_t> tokens) {
+  std::vector<std::span<const int32_t>> rows;
+  for (const int32_t& t : tokens) rows.emplace_back(&t, 1);
   if (sessions.size() != tokens.size()) {
     fail(ErrorKind::kInvalidArgument, "decode_batch: {} sessions but {} tokens", sessions.size(), tokens.size());
   }
-  if (sessions.empty()) return;
+  decode_batch(sessions, std::span<const std::span<const int32_t>>(rows));
+}
+
+std::vector<float> Sequence::decode_batch(std::span<Sequence* const> sessions,
+                                          std::span<const std::span<const int32_t>> tokens) {
+  if (sessions.size() != tokens.size()) {
+    fail(ErrorKind::kInvalidArgument, "decode_batch: {} sessions but {} rows of tokens", sessions.size(),
+         tokens.size());
+  }
+  if (sessions.empty()) return {};
   const Decoder& model = sessions[0]->model_;
   ThreadPool& pool = sessions[0]->pool_;
   std::vector<DecodeRow> rows;
@@ -134,18 +145,30 @@ void Sequence::decode_batch(std::span<Sequence* const> sessions, std::span<const
     if (&s.model_ != &model || &s.pool_ != &pool) {
       fail(ErrorKind::kInvalidArgument, "decode_batch: the sessions must share one model and thread pool");
     }
-    if (s.n_past() >= s.n_ctx_) fail(ErrorKind::kOutOfRange, "decode_batch: a session's context of {} is full", s.n_ctx_);
-    s.begin_call(1, false);
+    const int64_t m = static_cast<int64_t>(tokens[b].size());
+    if (m < 1 || m > kMaxRowTokens) {
+      fail(ErrorKind::kInvalidArgument, "decode_batch: {} tokens for a session (1 to {})", m, kMaxRowTokens);
+    }
+    if (s.n_past() + m > s.n_ctx_) {
+      fail(ErrorKind::kOutOfRange, "decode_batch: {} more tokens overflow a session's context of {}", m, s.n_ctx_);
+    }
+  }
+  for (size_t b = 0; b < sessions.size(); ++b) {
+    Sequence& s = *sessions[b];
+    s.begin_call(static_cast<int64_t>(tokens[b].size()), false);
     rows.push_back({tokens[b], s.n_past(), &s.kv_, s.observer()});
   }
   std::vector<float> logits;
   model.decode_batch(rows, logits, pool);
   const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
+  size_t end = 0;
   for (size_t b = 0; b < sessions.size(); ++b) {
     Sequence& s = *sessions[b];
-    s.logits_.assign(logits.begin() + b * n_vocab, logits.begin() + (b + 1) * n_vocab);
-    s.tokens_.push_back(tokens[b]);
+    end += tokens[b].size() * n_vocab;
+    s.logits_.assign(logits.begin() + static_cast<ptrdiff_t>(end - n_vocab), logits.begin() + static_cast<ptrdiff_t>(end));
+    s.tokens_.insert(s.tokens_.end(), tokens[b].begin(), tokens[b].end());
   }
+  return logits;
 }
 
 std::vector<float> Sequence::prefill_all_logits(std::span<const int32_t> tokens) {

@@ -45,6 +45,12 @@ class Sequence {
   // for all of them. The sessions must share one model and thread pool, and each must have room
   // for one more token. Same result per session as decode(token).
   static void decode_batch(std::span<Sequence* const> sessions, std::span<const int32_t> tokens);
+  // The same with a few tokens per session (1 to kMaxRowTokens each, model.h): speculative
+  // decoding's verification passes of several sequences at once. Returns every token's logits
+  // [tokens, n_vocab], session after session; each session's logits() is its last row. Same
+  // result per session as prefill_all_logits(its tokens).
+  static std::vector<float> decode_batch(std::span<Sequence* const> sessions,
+                                         std::span<const std::span<const int32_t>> tokens);
 
   // Logits of every token [n, n_vocab] (perplexity, fidelity, reference checks, and speculative
   // decoding's verification of drafted tokens); never compressed.

@@ -26,39 +26,40 @@ void Drafter::kept(int n_kept) {
 
 std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft) {
   if (spec.mode == SpecMode::kNone) return nullptr;
-  if (session.compressor() && session.compressor()->press().config().recompress > 0) {
-    fail(ErrorKind::kUnsupported, "speculative decoding does not go with re-compression during generation");
+  if (session.compressor()) {
+    if (const std::string err = spec.conflict(session.compressor()->press().config()); !err.empty()) {
+      fail(ErrorKind::kUnsupported, "{}", err);
+    }
   }
   if (spec.mode == SpecMode::kPromptLookup) return prompt_lookup_drafter(spec.ngram_min, spec.ngram_max);
   if (!draft) fail(ErrorKind::kInvalidArgument, "speculation with a draft model needs a draft model (--draft-model)");
   return model_drafter(*draft);
 }
 
-int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
-                  const std::function<bool(int32_t)>& emit, GenerateStats& st) {
+std::vector<int32_t> draft_pass(const Sequence& session, Drafter& drafter, int32_t id, int k) {
+  std::vector<int32_t> pass = {id};
+  if (k <= 0) return pass;
   std::vector<int32_t> history = session.tokens();
   history.push_back(id);
-  const std::vector<int32_t> drafts = k > 0 ? drafter.propose(history, k) : std::vector<int32_t>{};
+  const std::vector<int32_t> drafts = drafter.propose(history, k);
+  pass.insert(pass.end(), drafts.begin(), drafts.end());
+  return pass;
+}
+
+int32_t accept_pass(Sequence& session, Sampler& sampler, Drafter& drafter, std::span<const int32_t> pass,
+                    std::span<const float> rows, const std::function<bool(int32_t)>& emit, GenerateStats& st) {
+  const int m = static_cast<int>(pass.size()) - 1, n_before = session.n_past() - m - 1;
+  const size_t n_vocab = rows.size() / pass.size();
+  const auto row = [&](int i) { return rows.subspan(i * n_vocab, n_vocab); };
   ++st.n_passes;
-  if (drafts.empty()) {
-    session.decode(id);
-    ++st.n_decoded;
-    return sampler.sample(session.logits(), session.tokens());
-  }
-  const int n_before = session.n_past(), m = static_cast<int>(drafts.size());
-  std::vector<int32_t> batch = {id};
-  batch.insert(batch.end(), drafts.begin(), drafts.end());
-  const std::vector<float> rows = session.prefill_all_logits(batch);
-  const size_t n_vocab = rows.size() / batch.size();
-  const auto row = [&](int i) { return std::span<const float>(rows).subspan(i * n_vocab, n_vocab); };
   st.n_drafted += m;
-  // The sampler sees what it would see without speculation: row i follows batch[0..i].
+  // The sampler sees what it would see without speculation: row i follows pass[0..i].
   const std::span<const int32_t> seen = session.tokens();
   int i = 0;
   int32_t next = -1;
   for (; i < m; ++i) {
-    const int32_t t = sampler.sample_given_draft(row(i), seen.first(n_before + 1 + i), drafts[i]);
-    if (t != drafts[i]) {
+    const int32_t t = sampler.sample_given_draft(row(i), seen.first(n_before + 1 + i), pass[1 + i]);
+    if (t != pass[1 + i]) {
       next = t;
       break;
     }
@@ -69,11 +70,18 @@ int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t
       return -1;
     }
   }
-  drafter.kept(i);
+  if (m > 0) drafter.kept(i);
   if (i == m) next = sampler.sample(row(m), seen);
-  session.truncate(n_before + 1 + i, row(i));
+  if (i < m) session.truncate(n_before + 1 + i, row(i));
   st.n_decoded += 1 + i;
   return next;
+}
+
+int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
+                  const std::function<bool(int32_t)>& emit, GenerateStats& st) {
+  const std::vector<int32_t> pass = draft_pass(session, drafter, id, k);
+  const std::vector<float> rows = session.prefill_all_logits(pass);
+  return accept_pass(session, sampler, drafter, pass, rows, emit, st);
 }
 
 void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "engine/drafter.h"
 #include "engine/sampler.h"
@@ -14,8 +16,7 @@
 namespace snapkv {
 
 // The drafter spec asks for (null for SpecMode::kNone). Error(kInvalidArgument) for kDraft
-// without a draft sequence; Error(kUnsupported) when session's press re-compresses during
-// generation (its re-compressions would not follow a rollback).
+// without a draft sequence; Error(kUnsupported) for spec.conflict(session's press).
 std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft);
 
 // After id was emitted (and emit(id) said to go on): drafts up to k tokens, verifies id and them
@@ -25,6 +26,13 @@ std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Seque
 // token at a time. Adds to st's n_decoded, n_passes, n_drafted and n_accepted.
 int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k,
                   const std::function<bool(int32_t)>& emit, GenerateStats& st);
+
+// speculate() in two halves, for a caller that runs the passes of several sequences in one batch
+// (the server): draft_pass gives the pass's tokens (id and up to k drafts); once they ran through
+// session (rows: their logits [pass.size(), n_vocab]), accept_pass does the rest.
+std::vector<int32_t> draft_pass(const Sequence& session, Drafter& drafter, int32_t id, int k);
+int32_t accept_pass(Sequence& session, Sampler& sampler, Drafter& drafter, std::span<const int32_t> pass,
+                    std::span<const float> rows, const std::function<bool(int32_t)>& emit, GenerateStats& st);
 
 // The decode loop with speculation: emits id, then speculate() pass after pass until emit says
 // to stop, max_tokens were emitted or the context is full. Drafts never run past either.

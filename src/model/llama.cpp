@@ -342,38 +342,74 @@ std::unique_ptr<ForwardPass> Llama::begin_forward(std::span<const int32_t> token
 
 void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const {
   const ModelHparams& h = hp_;
-  const int64_t n = static_cast<int64_t>(rows.size());
   const int64_t e = h.n_embd, nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
+  // The rows' tokens one after another: row b's are first[b] .. first[b + 1] - 1.
+  std::vector<int64_t> first = {0};
+  std::vector<int32_t> tokens, pos;
+  std::vector<int32_t> singles;  // rows of one token: their attention runs in one call
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const int64_t m = static_cast<int64_t>(rows[b].tokens.size());
+    if (m < 1 || m > kMaxRowTokens) {
+      fail(ErrorKind::kInvalidArgument, "decode_batch: a row of {} tokens (1 to {})", m, kMaxRowTokens);
+    }
+    if (m == 1) singles.push_back(static_cast<int32_t>(first.back()));
+    tokens.insert(tokens.end(), rows[b].tokens.begin(), rows[b].tokens.end());
+    for (int64_t t = 0; t < m; ++t) pos.push_back(rows[b].pos + static_cast<int32_t>(t));
+    first.push_back(first.back() + m);
+  }
+  const int64_t n = first.back(), n1 = static_cast<int64_t>(singles.size());
   if (n == 0) {
     logits.clear();
     return;
   }
-  std::vector<int32_t> tokens(n), pos(n);
-  for (int64_t b = 0; b < n; ++b) {
-    tokens[b] = rows[b].token;
-    pos[b] = rows[b].pos;
-  }
-  std::vector<float> x(n * e);  // one residual row per sequence
+  std::vector<float> x(n * e);  // one residual row per token
   embed(tokens, x.data());
   const RopeAngles rot = angles(pos);
   Scratch s(h, n);
-  std::vector<std::span<const KvHeadView>> views(n);
+  // Every row of one token (the usual batch): their queries and outputs in place when all rows
+  // are such, else gathered.
+  const bool all_single = n1 == n;
+  std::vector<float> q1(all_single ? 0 : n1 * nq), o1(all_single ? 0 : n1 * nq), lse1(all_single ? 0 : n1 * h.n_head);
+  std::vector<int32_t> pos1(n1);
+  std::vector<std::span<const KvHeadView>> views1(n1);
   for (int il = 0; il < h.n_layer; ++il) {
     project_qkv(il, x.data(), rot, 0, n, s, pool);
     // Attention is the only per-sequence part: each row reads its own cache.
-    for (int64_t b = 0; b < n; ++b) {
+    for (size_t b = 0, j = 0; b < rows.size(); ++b) {
+      const int64_t t0 = first[b], m = first[b + 1] - t0;
       KvStore& kv = *rows[b].kv;
-      kv.append(il, 1, s.k.data() + b * nkv, s.v.data() + b * nkv, &pos[b]);
-      views[b] = kv.layer(il);
+      kv.append(il, m, s.k.data() + t0 * nkv, s.v.data() + t0 * nkv, &pos[t0]);
+      if (m == 1) {
+        views1[j] = kv.layer(il);
+        pos1[j] = pos[t0];
+        if (!all_single) std::copy_n(s.q.data() + t0 * nq, nq, q1.data() + j * nq);
+        ++j;
+      } else {
+        attention(s.q.data() + t0 * nq, &pos[t0], m, h.n_head, h.head_dim, kv.layer(il), s.o.data() + t0 * nq, pool,
+                  s.lse.data() + t0 * h.n_head);
+      }
     }
-    attention_decode(s.q.data(), pos.data(), static_cast<int>(n), h.n_head, h.head_dim, views, s.o.data(), pool,
-                     s.lse.data());
-    for (int64_t b = 0; b < n; ++b) {
-      if (rows[b].observer) rows[b].observer->queries(il, 1, s.q.data() + b * nq, &pos[b], s.lse.data() + b * h.n_head, *rows[b].kv);
+    if (all_single) {
+      attention_decode(s.q.data(), pos1.data(), static_cast<int>(n1), h.n_head, h.head_dim, views1, s.o.data(), pool,
+                       s.lse.data());
+    } else if (n1 > 0) {
+      attention_decode(q1.data(), pos1.data(), static_cast<int>(n1), h.n_head, h.head_dim, views1, o1.data(), pool,
+                       lse1.data());
+      for (int64_t j = 0; j < n1; ++j) {
+        std::copy_n(o1.data() + j * nq, nq, s.o.data() + singles[j] * nq);
+        std::copy_n(lse1.data() + j * h.n_head, h.n_head, s.lse.data() + singles[j] * h.n_head);
+      }
+    }
+    for (size_t b = 0; b < rows.size(); ++b) {
+      const int64_t t0 = first[b];
+      if (rows[b].observer) {
+        rows[b].observer->queries(il, first[b + 1] - t0, s.q.data() + t0 * nq, &pos[t0], s.lse.data() + t0 * h.n_head,
+                                  *rows[b].kv);
+      }
     }
     finish_layer(il, x.data(), n, s, pool);
-    for (int64_t b = 0; b < n; ++b) {
-      if (rows[b].observer) rows[b].observer->layer_done(il);
+    for (const DecodeRow& r : rows) {
+      if (r.observer) r.observer->layer_done(il);
     }
   }
   output_logits(x.data(), n, logits, pool);

@@ -67,10 +67,12 @@ class ForwardPass {
   virtual bool step() = 0;
 };
 
-// One sequence's next token in a batched decode step: the token, its position, the sequence's
-// own cache and observer (may be null).
+// One sequence's next tokens in a batched decode step: usually one token, or a few (up to
+// kMaxRowTokens: speculative decoding's verification), at positions pos, pos + 1, ...; the
+// sequence's own cache and observer (may be null).
+inline constexpr int kMaxRowTokens = 17;  // a sampled token and up to 16 drafts
 struct DecodeRow {
-  int32_t token = 0;
+  std::span<const int32_t> tokens;
   int32_t pos = 0;
   KvStore* kv = nullptr;
   LayerObserver* observer = nullptr;
@@ -100,9 +102,9 @@ class Decoder {
                                                      LogitsMode mode, std::vector<float>& logits,
                                                      ThreadPool& pool, LayerObserver* observer) const = 0;
 
-  // One token for each of several sequences, each with its own cache: every weight matrix is
-  // read once for the whole batch. logits receives [rows, n_vocab]. Each row's observer sees its
-  // query and layer_done like a one-token forward call.
+  // The next tokens of several sequences, each with its own cache: every weight matrix is read
+  // once for the whole batch. logits receives [tokens of all rows, n_vocab], row by row. Each
+  // row's observer sees its queries and layer_done like a forward call of its tokens.
   virtual void decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits,
                             ThreadPool& pool) const = 0;
 

@@ -95,6 +95,54 @@ TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
   EXPECT_GE(identical, static_cast<int>(cases.size()) - 3);
 }
 
+// Rows of several tokens (speculative decoding's verification passes of several sequences in
+// one step) beside rows of one: fed transformers' greedy ids, every row's logits pick its next id.
+TEST(BatchedDecode, RowsOfSeveralTokensFollowTransformers) {
+  const Decoder& model = *test::reference_model().model;
+  const std::vector<Case> cases = fixture_cases();
+  ThreadPool pool(2);
+  std::vector<std::unique_ptr<Sequence>> sessions;
+  for (const Case& c : cases) {
+    sessions.push_back(std::make_unique<Sequence>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
+                                                 SequenceOptions{KvType::kF32, {}}));
+    sessions.back()->prefill(c.prompt);
+  }
+  std::vector<size_t> fed(cases.size(), 0);  // ids of each case run so far
+  int checked = 0, step = 0;
+  for (bool more = true; more; ++step) {
+    std::vector<Sequence*> batch;
+    std::vector<std::span<const int32_t>> rows;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const size_t left = cases[i].hf_ids.size() - 1 - fed[i];
+      const size_t m = std::min(left, 1 + (i + static_cast<size_t>(step)) % 5);  // 1 to 5 tokens, mixed in each step
+      if (m == 0) continue;
+      batch.push_back(sessions[i].get());
+      rows.push_back(std::span(cases[i].hf_ids).subspan(fed[i], m));
+      which.push_back(i);
+    }
+    more = !batch.empty();
+    const std::vector<float> logits = Sequence::decode_batch(batch, rows);
+    const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
+    size_t at = 0;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const Case& c = cases[which[b]];
+      for (size_t t = 0; t < rows[b].size(); ++t, ++at) {
+        const size_t next = fed[which[b]] + t + 1;  // the id this row predicts
+        const std::span<const float> row = std::span(logits).subspan(at * n_vocab, n_vocab);
+        const int best = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+        if (c.hf_margins[next] < kExactTie) continue;
+        EXPECT_EQ(best, c.hf_ids[next]) << c.name << " at " << next;
+        ++checked;
+      }
+      EXPECT_EQ(sessions[which[b]]->logits().size(), n_vocab);
+      fed[which[b]] += rows[b].size();
+    }
+  }
+  EXPECT_GE(checked, 100);
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(sessions[i]->n_past(), static_cast<int>(cases[i].prompt.size() + cases[i].hf_ids.size() - 1));
+}
+
 // Waits for a sequence's end; returns its whole text and last update.
 std::pair<std::string, Job::Update> drain(Job& seq) {
   std::string text;
@@ -168,6 +216,74 @@ TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservatio
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.kv_reserved, 0u);
   EXPECT_GT(m.decode_steps, 0);
+}
+
+// Speculation in the server's loop: each sequence's drafts go into the batched step beside the
+// others' tokens; the greedy answers stay transformers' continuations, and a pressed request's
+// answer is the one it gives without speculation.
+TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers) {
+  Served s;
+  SchedulerOptions o;
+  o.max_batch = 6;
+  o.max_queue = 32;
+  o.kv_type = KvType::kF32;
+  o.prompt_cache = false;  // the pressed pair below runs twice on the same prompt
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
+  const std::vector<Case> cases = fixture_cases();
+  Rejection rejected{};
+  std::vector<std::shared_ptr<Job>> seqs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SequenceRequest r = greedy_request(cases[i].prompt, static_cast<int>(cases[i].hf_ids.size()));
+    r.params.speculation.mode = i % 3 == 2 ? SpecMode::kNone : SpecMode::kPromptLookup;  // mixed batches
+    r.params.speculation.k = 1 + static_cast<int>(i % 4);
+    r.params.speculation.ngram_min = 1;
+    seqs.push_back(scheduler.submit(std::move(r), &rejected));
+    ASSERT_TRUE(seqs.back()) << rejected.message;
+  }
+  std::shared_ptr<Job> pressed[2];
+  for (int spec = 0; spec < 2; ++spec) {
+    SequenceRequest r = greedy_request(cases.back().prompt, 24);  // the 1000-token essay
+    r.press.press = "snapkv";
+    r.press.capacity = 128;
+    r.press.window = 8;
+    if (spec) {
+      r.params.speculation.mode = SpecMode::kPromptLookup;
+      r.params.speculation.k = 4;
+      r.params.speculation.ngram_min = 1;
+    }
+    pressed[spec] = scheduler.submit(std::move(r), &rejected);
+    ASSERT_TRUE(pressed[spec]) << rejected.message;
+  }
+  int compared = 0, drafted = 0, accepted = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto [text, u] = drain(*seqs[i]);
+    const Case& c = cases[i];
+    EXPECT_EQ(u.reason, FinishReason::kLength) << c.name << ": " << u.error;
+    EXPECT_EQ(u.stats.n_generated, static_cast<int>(c.hf_ids.size())) << c.name;
+    EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
+    drafted += u.stats.n_drafted;
+    accepted += u.stats.n_accepted;
+    if (i % 3 != 2) {  // a token per pass, the accepted drafts, and the last token when no pass followed it
+      const int rest = u.stats.n_generated - u.stats.n_passes - u.stats.n_accepted;
+      EXPECT_TRUE(rest == 0 || rest == 1) << c.name << ": " << rest;
+    }
+    if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
+    Utf8Stream utf8;
+    std::string expected;
+    for (const int32_t id : c.hf_ids) expected += utf8.push(s.tokenizer->token_piece(id));
+    expected += utf8.flush();
+    EXPECT_EQ(text, expected) << c.name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);  // some drafts were rolled back
+  const auto [plain, pu] = drain(*pressed[0]);
+  const auto [fast, fu] = drain(*pressed[1]);
+  EXPECT_EQ(fast, plain);
+  EXPECT_EQ(fu.stats.n_generated, 24);
+  EXPECT_GT(fu.stats.n_drafted, 0);
+  EXPECT_EQ(fu.stats.kv_bytes, pu.stats.kv_bytes);
 }
 
 TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {

@@ -134,6 +134,46 @@ TEST(ServerApi, AnyModelNameIsServedUnlessStrict) {
   }
 }
 
+// The speculation extension overlays the server's defaults; a draft model (not served), bad
+// values, unknown fields and re-compression beside it are 400s naming the field.
+TEST(ServerApi, SpeculationIsAPerRequestExtension) {
+  const std::string head = R"({"messages": [{"role": "user", "content": "x"}], )";
+  const ApiRequest r = parse_request(
+      parse_json_body(head + R"("speculation": {"mode": "prompt-lookup", "k": 4, "ngram_max": 5, "ngram_min": 1}})"),
+      true, defaults());
+  EXPECT_EQ(r.params.speculation.mode, SpecMode::kPromptLookup);
+  EXPECT_EQ(r.params.speculation.k, 4);
+  EXPECT_EQ(r.params.speculation.ngram_max, 5);
+  EXPECT_EQ(r.params.speculation.ngram_min, 1);
+  EXPECT_EQ(parse_request(parse_json_body(head + R"("max_tokens": 1})"), true, defaults()).params.speculation.mode,
+            SpecMode::kNone);
+  RequestDefaults on = defaults();
+  on.speculation.mode = SpecMode::kPromptLookup;
+  on.speculation.k = 3;
+  const ApiRequest d = parse_request(parse_json_body(head + R"("speculation": {"k": 2}})"), true, on);
+  EXPECT_EQ(d.params.speculation.mode, SpecMode::kPromptLookup);
+  EXPECT_EQ(d.params.speculation.k, 2);
+  EXPECT_EQ(parse_request(parse_json_body(head + R"("speculation": {"mode": "none"}})"), true, on).params.speculation.mode,
+            SpecMode::kNone);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("speculation": "prompt-lookup"})", "speculation"},
+      {R"("speculation": {"mode": "draft"}})", "speculation.mode"},
+      {R"("speculation": {"mode": "medusa"}})", "speculation.mode"},
+      {R"("speculation": {"mode": 1}})", "speculation.mode"},
+      {R"("speculation": {"k": 0}})", "speculation.k"},
+      {R"("speculation": {"k": 17}})", "speculation.k"},
+      {R"("speculation": {"ngram_min": 4, "ngram_max": 3}})", "speculation.ngram_min"},
+      {R"("speculation": {"tree": true}})", "speculation.tree"},
+      {R"("speculation": {"mode": "prompt-lookup"}, "kv_compression": {"press": "snapkv", "recompress": 64}})",
+       "speculation"},
+  };
+  for (const auto& [body, param] : bad) {
+    const ApiError e = error_of(head + body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, param) << body << ": " << e.what();
+  }
+}
+
 TEST(ServerApi, UnknownPressIs400) {
 
   const std::string head = R"({"messages": [{"role": "user", "content": "x"}], "kv_compression": )";
