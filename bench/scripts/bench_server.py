@@ -5,6 +5,8 @@ Contenders (one server process each, all started by this script, on the same mod
 context, measured one after the other, order rotated):
   snapkv-full       `snapkv serve --kv-press full`
   snapkv-C1024      `snapkv serve --kv-press snapkv --kv-capacity 1024`
+  snapkv-full-spec, snapkv-C1024-spec   the same with `--spec prompt-lookup` (speculative decoding:
+                    each sequence's drafts verified in the batched decode steps)
   llama-server      llama.cpp's own server, built natively (scripts/build_llamacpp.sh), full f16
                     cache (llama.cpp has no KV compression), one slot per concurrent request
                     (`-np` = the largest batch, `-c` = --ctx per slot), continuous batching: the peer
@@ -535,11 +537,14 @@ def build_contenders(args) -> list[Contender]:
     common = [args.binary, args.model, "-t", str(args.threads), "--kv-memory", args.kv_memory, "--max-batch", str(max(args.batches)), "--max-queue",
               str(max(16, max(args.batches)))] + args.snapkv_arg
     names = set(args.contenders)
-    if "snapkv-full" in names:
-        out.append(Contender("snapkv-full", "snapkv", common + ["--kv-press", "full"]))
-    if "snapkv-C" in names:
-        out.append(Contender(f"snapkv-C{args.capacity}", "snapkv",
-                             common + ["--kv-press", "snapkv", "--kv-capacity", str(args.capacity)]))
+    spec = ["--spec", "prompt-lookup"]
+    full, pressed = ["--kv-press", "full"], ["--kv-press", "snapkv", "--kv-capacity", str(args.capacity)]
+    for name, label, flags in [("snapkv-full", "snapkv-full", full),
+                               ("snapkv-C", f"snapkv-C{args.capacity}", pressed),
+                               ("snapkv-full-spec", "snapkv-full-spec", full + spec),
+                               ("snapkv-C-spec", f"snapkv-C{args.capacity}-spec", pressed + spec)]:
+        if name in names:
+            out.append(Contender(label, "snapkv", common + flags))
     if LLAMA_SERVER in names:
         if not Path(args.llama_server).is_file():
             raise SystemExit(f"{args.llama_server}: not found; bash scripts/build_llamacpp.sh builds it "
@@ -578,7 +583,8 @@ def main() -> int:
     ap.add_argument("--llama-python", default=None,
                     help="python of a venv with llama-cpp-python[server] (e.g. tools/reference/.venv/bin/python)")
     ap.add_argument("--contenders", default=f"snapkv-full,snapkv-C,{LLAMA_SERVER}",
-                    help=f"comma-separated subset of snapkv-full, snapkv-C (SnapKV at --capacity), {LLAMA_SERVER}, "
+                    help=f"comma-separated subset of snapkv-full, snapkv-C (SnapKV at --capacity), snapkv-full-spec, "
+                         f"snapkv-C-spec (both with --spec prompt-lookup), {LLAMA_SERVER}, "
                          f"{LLAMA_PYTHON}")
     ap.add_argument("--llama-server", default=str(Path.home() / ".cache/snapkv/llamacpp-0.3.36/bin/llama-server"),
                     help="native llama-server (scripts/build_llamacpp.sh; default: its cache)")

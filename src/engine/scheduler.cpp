@@ -9,6 +9,7 @@
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
 #include "kv/press.h"
+#include "ops/matmul.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "snapkv/timer.h"
@@ -26,6 +27,12 @@ constexpr size_t kShareMin = 256;
 constexpr auto kGather = std::chrono::milliseconds(10);
 
 size_t minus(size_t a, size_t b) { return a - std::min(a, b); }
+
+// Tokens a decode step of n tokens could add without another pass over the weights.
+int free_lanes(int64_t n) {
+  if (n > kMatmulDecodeMaxTokens) return 0;
+  return static_cast<int>((kMatmulPassTokens - n % kMatmulPassTokens) % kMatmulPassTokens);
+}
 
 }  // namespace
 
@@ -514,15 +521,21 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
     }
     members.push_back(&r);
     batch.push_back(r.session.get());
+    passes.push_back({id});
     const SpeculationParams& spec = r.req.params.speculation;
-    if (spec.mode == SpecMode::kNone) {
-      passes.push_back({id});
-      continue;
-    }
-    if (!r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
+    if (spec.mode != SpecMode::kNone && !r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
+  }
+  // Drafts ride in the lanes the step's last pass over the weights leaves free: they add no
+  // weight reads, only their attention (docs/speculative.md).
+  int lanes = free_lanes(static_cast<int64_t>(members.size()));
+  for (size_t b = 0; b < members.size() && lanes > 0; ++b) {
+    Running& r = *members[b];
+    if (!r.drafter) continue;
+    const SpeculationParams& spec = r.req.params.speculation;
     // Drafts never run past max_tokens or the context.
     const int room = std::min(r.req.params.max_tokens - r.stats.n_generated, r.session->n_ctx() - r.session->n_past() - 1);
-    passes.push_back(draft_pass(*r.session, *r.drafter, id, std::min(spec.k, room)));
+    passes[b] = draft_pass(*r.session, *r.drafter, passes[b][0], std::min({spec.k, room, lanes}));
+    lanes -= static_cast<int>(passes[b].size()) - 1;
   }
   Timer t;
   const std::vector<std::span<const int32_t>> rows(passes.begin(), passes.end());

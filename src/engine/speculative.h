@@ -1,7 +1,7 @@
 #pragma once
-// Speculative decoding's verification step, shared by generate() and the evaluation's greedy
-// answers: a drafter's tokens run through the model in one pass, and the sampler keeps those it
-// agrees with (greedy: exactly the tokens decoding one at a time would give).
+// Speculative decoding's verification step, shared by generate(), the evaluation's greedy answers
+// and the server's scheduler: a drafter's tokens run through the model in one pass, and the
+// sampler keeps those it agrees with (greedy: exactly the tokens decoding one at a time would give).
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -14,8 +14,9 @@ namespace snapkv {
 
 // Each sequence stops at an end-of-generation token, after c.max_tokens, or (c.stop_at_newline)
 // at a newline once its answer has text. Returns the answers without surrounding whitespace.
-// With speculation (prompt lookup), each sequence answers on its own with drafts verified in one
-// pass each, which gives the same greedy tokens; its counts are added to stats[i] when given.
+// With speculation (prompt lookup), each sequence's drafts go into the same batched steps and are
+// verified there, which gives the same greedy tokens; stats (when given) receives each sequence's
+// counts.
 std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const Tokenizer& tokenizer,
                                          const EvalCase& c, const SpeculationParams& spec = {},
                                          std::vector<GenerateStats>* stats = nullptr);

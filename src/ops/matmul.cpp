@@ -84,10 +84,8 @@ using dq::VF;
 
 // ---------------------------------------------------------------------------------------------
 // Decode: each weight row is decoded once per pass and multiplied into the accumulators of up to
-// kGemvPassTokens tokens. Up to kMatmulDecodeMaxTokens tokens (two passes) this beats the prefill
+// kMatmulPassTokens tokens. Up to kMatmulDecodeMaxTokens tokens (two passes) this beats the prefill
 // path, which pads tokens to blocks of 2 vectors.
-
-inline constexpr int64_t kGemvPassTokens = 4;
 
 // Sums w * x over one granule for T tokens. Several independent accumulator chains per token
 // hide the FMA latency; the decoders' loops are fully unrolled, so the chain index is a constant.
@@ -160,10 +158,10 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
 template <class D>
 void GemvAllTokens(const WeightMatrix& w, const float* x, int64_t n_tok, float* y, int64_t r0,
                    int64_t r1) {
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kGemvPassTokens) {
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMatmulPassTokens) {
     const float* xt = x + t0 * w.n_in;
     float* yt = y + t0 * w.n_out;
-    switch (std::min<int64_t>(kGemvPassTokens, n_tok - t0)) {
+    switch (std::min<int64_t>(kMatmulPassTokens, n_tok - t0)) {
       case 1: GemvRows<D, 1>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
       case 2: GemvRows<D, 2>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;
       case 3: GemvRows<D, 3>(w, xt, w.n_in, yt, w.n_out, r0, r1); break;

@@ -37,8 +37,11 @@ struct WeightMatrix {
 // is not a positive multiple of the block size or n_out is not positive.
 WeightMatrix make_weight_matrix(GgmlType type, const void* data, int64_t n_in, int64_t n_out);
 
-// Up to this many tokens matmul takes its decode path: one pass over each weight row.
+// Up to this many tokens matmul takes its decode path: one pass over each weight row for each
+// kMatmulPassTokens tokens (the f32, Q8 and Q16 decode kernels all take 4 tokens per pass), so a
+// call of 2 to 4 tokens reads the weights once, as a call of 1 does.
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
+inline constexpr int64_t kMatmulPassTokens = 4;
 
 // MatmulActivations (snapkv/types.h) applies to decode calls (n_tok <= kMatmulDecodeMaxTokens)
 // of the types matvec_q8.h handles (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K), where kQ16, and kQ8 for

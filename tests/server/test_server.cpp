@@ -157,6 +157,48 @@ TEST(Server, CompletionsCompressPerRequest) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// serve --spec prompt-lookup: requests decode with speculation unless they turn it off, and
+// several at once have their drafts verified in the same batched steps; greedy answers are the
+// same either way, and usage reports the passes, drafts and accepted drafts.
+TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
+  ServerProcess server("--ctx 4096 --spec prompt-lookup --spec-k 3 --spec-ngram-min 1");
+  const std::string doc = essay_text().substr(0, 3000);
+  const char* questions[] = {"\n\nQuote the essay's first sentence:", "\n\nRepeat the essay's title:",
+                             "\n\nIn one sentence, the essay says that"};
+  std::vector<std::string> plain;
+  for (const char* q : questions) {
+    json body = {{"prompt", doc + q}, {"max_tokens", 24}, {"temperature", 0}, {"speculation", {{"mode", "none"}}}};
+    auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json reply = json::parse(r->body);
+    EXPECT_EQ(reply["usage"]["speculation"]["drafted"], 0);
+    plain.push_back(reply["choices"][0]["text"]);
+  }
+  std::vector<std::future<httplib::Result>> pending;
+  for (const char* q : questions) {
+    pending.push_back(std::async(std::launch::async, [&, q] {
+      const json body = {{"prompt", doc + q}, {"max_tokens", 24}, {"temperature", 0}};
+      return server.client().Post("/v1/completions", body.dump(), "application/json");
+    }));
+  }
+  int drafted = 0, accepted = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    auto r = pending[i].get();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json reply = json::parse(r->body);
+    EXPECT_EQ(reply["choices"][0]["text"], plain[i]) << questions[i];
+    const json& spec = reply["usage"]["speculation"];
+    EXPECT_GT(spec["passes"].get<int>(), 0);
+    drafted += spec["drafted"].get<int>();
+    accepted += spec["accepted"].get<int>();
+  }
+  EXPECT_GT(drafted, 0);
+  EXPECT_GT(accepted, 0);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(Server, BadInputGets4xxWithAnOpenAiErrorAndTheServerLivesOn) {
   ServerProcess server("--ctx 512 --max-body 64KiB --strict-model");
   auto c = server.client();
