@@ -136,12 +136,15 @@ int run_on_context(const RunOptions& o, const Model& model, SessionOptions so, c
     prefill_s += s.prefill_s;
     decode_s = std::max(decode_s, s.decode_s);
     total.n_decoded += s.n_decoded;
+    total.n_passes += s.n_passes;
+    total.n_drafted += s.n_drafted;
+    total.n_accepted += s.n_accepted;
   }
   total.prefill_s = prefill_s;
   total.decode_s = decode_s;
   print_stats(total, sessions[0], model.info().weight_bytes,
-              fmt::format(" | context load {:.3f} s, first token after {:.3f} s", load_s / questions.size(),
-                          load_s / questions.size() + st[0].prefill_s));
+              fmt::format(" | context load {:.3f} s, first token after {:.3f} s{}", load_s / questions.size(),
+                          load_s / questions.size() + st[0].prefill_s, spec_stats(gp.speculation, total)));
   return 0;
 }
 
@@ -171,8 +174,8 @@ int run(const RunOptions& o) {
   gp.sampling = o.sampling;
   gp.speculation = o.spec.params();
   if (const std::string err = gp.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  if (on_context && gp.speculation.mode != SpecMode::kNone) {
-    fail(ErrorKind::kUnsupported, "--spec answers one prompt at a time; --context answers its questions as a batch");
+  if (on_context && gp.speculation.mode == SpecMode::kDraft) {
+    fail(ErrorKind::kUnsupported, "--context answers its questions as a batch, with --spec prompt-lookup, not a draft model");
   }
   SessionOptions so = o.kv.session_options();
   if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");

@@ -87,7 +87,9 @@ GenerateStats generate(Session& session, std::span<const int32_t> prompt, const 
                        const TokenCallback& on_token, const PrefillProgress& progress = {}, Session* draft = nullptr);
 
 // Several sessions of one model: each prefills its prompt (one after the other), then all decode
-// together, one batched step per token, each ending as generate() ends. on_token(b, id, text) as
+// together, one batched step per token, each ending as generate() ends. With speculation (prompt
+// lookup; a draft model is Error(kInvalidArgument)) the drafts go into the same steps, in the
+// lanes the weights' last pass leaves free. on_token(b, id, text) as
 // generate()'s, for sessions[b]; returning false ends that session. Stats per session; decode_s
 // runs from the first sample to that session's end.
 std::vector<GenerateStats> generate_batch(std::span<Session* const> sessions,

@@ -84,10 +84,9 @@ std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, c
   if (sessions.size() != prompts.size()) {
     fail(ErrorKind::kInvalidArgument, "generate_batch: {} sessions but {} prompts", sessions.size(), prompts.size());
   }
-  if (params.speculation.mode != SpecMode::kNone) {
-    fail(ErrorKind::kUnsupported, "speculative decoding runs one sequence at a time");
-  }
   const size_t n = sessions.size();
+  std::vector<std::unique_ptr<Drafter>> drafters(n);
+  for (size_t b = 0; b < n; ++b) drafters[b] = make_drafter(params.speculation, *sessions[b], nullptr);
   std::vector<GenerateStats> st(n);
   std::vector<Sampler> samplers;
   std::vector<Utf8Stream> utf8(n);
@@ -99,35 +98,45 @@ std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, c
     st[b].prefill_s = t.seconds();
   }
   Timer timer;
-  std::vector<size_t> live(n);
-  for (size_t b = 0; b < n; ++b) live[b] = b;
-  for (int i = 0; i < params.max_tokens && !live.empty(); ++i) {
-    std::vector<Sequence*> step;
-    std::vector<int32_t> ids;
-    std::vector<size_t> next;
+  // Emits id to sequence b; false when it ends with it (an end-of-generation token is not emitted).
+  const auto emit = [&](size_t b, int32_t id) {
+    if (params.stop_at_eog && tokenizer.is_eog(id)) {
+      st[b].stopped_at_eog = true;
+      return false;
+    }
+    ++st[b].n_generated;
+    return on_token(b, id, utf8[b].push(tokenizer.token_piece(id))) && st[b].n_generated < params.max_tokens;
+  };
+  std::vector<int32_t> next(n);
+  std::vector<size_t> live;
+  for (size_t b = 0; b < n; ++b) {
+    next[b] = samplers[b].sample(sessions[b]->logits(), sessions[b]->tokens());
+    if (params.max_tokens > 0) live.push_back(b);
+  }
+  while (!live.empty()) {
+    std::vector<size_t> going;
+    std::vector<StepRow> rows;
     for (const size_t b : live) {
       Sequence& s = *sessions[b];
-      const int32_t id = samplers[b].sample(s.logits(), s.tokens());
-      bool more = true;
-      if (params.stop_at_eog && tokenizer.is_eog(id)) {
-        st[b].stopped_at_eog = true;
-        more = false;
-      } else {
-        ++st[b].n_generated;
-        more = on_token(b, id, utf8[b].push(tokenizer.token_piece(id))) && i + 1 < params.max_tokens &&
-               s.n_past() < s.n_ctx();
-      }
-      if (more) {
-        step.push_back(&s);
-        ids.push_back(id);
-        next.push_back(b);
-        ++st[b].n_decoded;
-      } else {
+      if (!emit(b, next[b]) || s.n_past() >= s.n_ctx()) {
         st[b].decode_s = timer.seconds();
+        continue;
+      }
+      going.push_back(b);
+      const int room = std::min(params.max_tokens - st[b].n_generated, s.n_ctx() - s.n_past() - 1);
+      rows.push_back({&s, &samplers[b], drafters[b].get(), next[b], std::min(params.speculation.k, room),
+                      [&, b](int32_t t) { return emit(b, t); }, &st[b]});
+    }
+    const std::vector<int32_t> ids = batched_step(rows);
+    live.clear();
+    for (size_t i = 0; i < going.size(); ++i) {
+      next[going[i]] = ids[i];
+      if (ids[i] >= 0) {
+        live.push_back(going[i]);
+      } else {
+        st[going[i]].decode_s = timer.seconds();
       }
     }
-    if (!step.empty()) Sequence::decode_batch(step, ids);
-    live = std::move(next);
   }
   for (size_t b = 0; b < n; ++b) {
     if (const std::string rest = utf8[b].flush(); !rest.empty()) on_token(b, -1, rest);

@@ -9,7 +9,6 @@
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
 #include "kv/press.h"
-#include "ops/matmul.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "snapkv/timer.h"
@@ -27,12 +26,6 @@ constexpr size_t kShareMin = 256;
 constexpr auto kGather = std::chrono::milliseconds(10);
 
 size_t minus(size_t a, size_t b) { return a - std::min(a, b); }
-
-// Tokens a decode step of n tokens could add without another pass over the weights.
-int free_lanes(int64_t n) {
-  if (n > kMatmulDecodeMaxTokens) return 0;
-  return static_cast<int>((kMatmulPassTokens - n % kMatmulPassTokens) % kMatmulPassTokens);
-}
 
 }  // namespace
 
@@ -140,7 +133,7 @@ struct BatchScheduler::Running {
   int doc_len = 0;
   size_t extra = 0;  // bytes reserved beyond stats.kv_reserved while its prefill holds a whole cache
   std::unique_ptr<Drafter> drafter;  // speculative decoding (made at its first decode step)
-  int32_t next = -1;                 // the token its last verification pass sampled, to emit next
+  int32_t next = -1;                 // the token its last decode step sampled, to emit next
 
   Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
@@ -498,10 +491,10 @@ FinishReason BatchScheduler::emit(Running& r, int32_t id) {
 }
 
 void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running) {
-  std::vector<Running*> members;
-  std::vector<Sequence*> batch;
-  std::vector<std::vector<int32_t>> passes;  // each member's tokens: the next one, then its drafts
   int64_t generated = 0;
+  for (const auto& r : running) generated -= r->stats.n_generated;
+  std::vector<Running*> members;
+  std::vector<StepRow> rows;
   for (auto& rp : running) {
     Running& r = *rp;
     if (r.done || !r.decoding) continue;
@@ -509,62 +502,45 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
       end(r, FinishReason::kLength);
       continue;
     }
-    // The token a verification pass sampled where it rejected a draft, else one from the logits.
+    // The token the last step sampled (after the prefill: one from its logits).
     const int32_t id = r.next >= 0 ? std::exchange(r.next, -1) : r.sampler.sample(r.session->logits(), r.session->tokens());
-    const int before = r.stats.n_generated;
     FinishReason why = emit(r, id);
-    generated += r.stats.n_generated - before;
     if (why == FinishReason::kNone && r.session->n_past() >= r.session->n_ctx()) why = FinishReason::kLength;
     if (why != FinishReason::kNone) {
       end(r, why);
       continue;
     }
-    members.push_back(&r);
-    batch.push_back(r.session.get());
-    passes.push_back({id});
     const SpeculationParams& spec = r.req.params.speculation;
     if (spec.mode != SpecMode::kNone && !r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
-  }
-  // Drafts ride in the lanes the step's last pass over the weights leaves free: they add no
-  // weight reads, only their attention (docs/speculative.md).
-  int lanes = free_lanes(static_cast<int64_t>(members.size()));
-  for (size_t b = 0; b < members.size() && lanes > 0; ++b) {
-    Running& r = *members[b];
-    if (!r.drafter) continue;
-    const SpeculationParams& spec = r.req.params.speculation;
     // Drafts never run past max_tokens or the context.
     const int room = std::min(r.req.params.max_tokens - r.stats.n_generated, r.session->n_ctx() - r.session->n_past() - 1);
-    passes[b] = draft_pass(*r.session, *r.drafter, passes[b][0], std::min({spec.k, room, lanes}));
-    lanes -= static_cast<int>(passes[b].size()) - 1;
+    members.push_back(&r);
+    rows.push_back({r.session.get(), &r.sampler, r.drafter.get(), id, std::min(spec.k, room), {}, nullptr});
+  }
+  std::vector<GenerateStats> st(members.size());
+  std::vector<FinishReason> ends(members.size(), FinishReason::kNone);
+  for (size_t b = 0; b < members.size(); ++b) {
+    rows[b].st = &st[b];
+    rows[b].emit = [&, b](int32_t t) {
+      ends[b] = emit(*members[b], t);
+      return ends[b] == FinishReason::kNone;
+    };
   }
   Timer t;
-  const std::vector<std::span<const int32_t>> rows(passes.begin(), passes.end());
-  const std::vector<float> logits = Sequence::decode_batch(batch, rows);
+  const std::vector<int32_t> next = batched_step(rows);
   const double step_s = t.seconds();
-  const size_t n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
-  size_t at = 0;
   for (size_t b = 0; b < members.size(); ++b) {
     Running& r = *members[b];
-    const std::span<const float> own = std::span(logits).subspan(at * n_vocab, passes[b].size() * n_vocab);
-    at += passes[b].size();
-    if (!r.drafter) continue;
-    // The accepted drafts are emitted, the rejected ones rolled back.
-    GenerateStats st;
-    FinishReason why = FinishReason::kNone;
-    const int before = r.stats.n_generated;
-    r.next = accept_pass(*r.session, r.sampler, *r.drafter, passes[b], own, [&](int32_t d) {
-      why = emit(r, d);
-      return why == FinishReason::kNone;
-    }, st);
-    generated += r.stats.n_generated - before;
-    r.stats.n_passes += st.n_passes;
-    r.stats.n_drafted += st.n_drafted;
-    r.stats.n_accepted += st.n_accepted;
-    if (r.next < 0) end(r, why);
+    r.stats.n_passes += st[b].n_passes;
+    r.stats.n_drafted += st[b].n_drafted;
+    r.stats.n_accepted += st[b].n_accepted;
+    r.next = next[b];
+    if (r.next < 0) end(r, ends[b]);  // at an accepted draft
   }
+  for (const auto& r : running) generated += r->stats.n_generated;
   std::lock_guard lk(mu_);
   metrics_.generated_tokens += generated;
-  if (!batch.empty()) {
+  if (!members.empty()) {
     metrics_.decode_s += step_s;
     ++metrics_.decode_steps;
   }

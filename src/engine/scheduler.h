@@ -48,8 +48,8 @@ class BatchScheduler {
   void loop();
   void admit(std::vector<std::unique_ptr<Running>>& running);
   void prefill_slice(std::vector<std::unique_ptr<Running>>& running);
-  // One batched forward step of every decoding sequence: its next token, or with speculation
-  // that token and its drafts (verified, the accepted ones emitted, the others rolled back).
+  // One batched forward step of every decoding sequence: its next token, with speculation also
+  // drafts (batched_step: verified, the accepted ones emitted, the others rolled back).
   void decode_step(std::vector<std::unique_ptr<Running>>& running);
   // Emits id to r's client; kNone to go on, else why r ends (the caller ends it).
   FinishReason emit(Running& r, int32_t id);

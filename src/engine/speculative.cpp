@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/matmul.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -82,6 +83,48 @@ int32_t speculate(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t
   const std::vector<int32_t> pass = draft_pass(session, drafter, id, k);
   const std::vector<float> rows = session.prefill_all_logits(pass);
   return accept_pass(session, sampler, drafter, pass, rows, emit, st);
+}
+
+namespace {
+
+// Tokens a decode step of n tokens could add without another pass over the weights.
+int free_lanes(int64_t n) {
+  if (n > kMatmulDecodeMaxTokens) return 0;
+  return static_cast<int>((kMatmulPassTokens - n % kMatmulPassTokens) % kMatmulPassTokens);
+}
+
+}  // namespace
+
+std::vector<int32_t> batched_step(std::span<StepRow> rows) {
+  std::vector<Sequence*> batch;
+  std::vector<std::vector<int32_t>> passes;  // each row's token, then its drafts
+  for (const StepRow& r : rows) {
+    batch.push_back(r.seq);
+    passes.push_back({r.id});
+  }
+  int lanes = free_lanes(static_cast<int64_t>(rows.size()));
+  for (size_t b = 0; b < rows.size() && lanes > 0; ++b) {
+    if (!rows[b].drafter) continue;
+    passes[b] = draft_pass(*rows[b].seq, *rows[b].drafter, rows[b].id, std::min(rows[b].max_drafts, lanes));
+    lanes -= static_cast<int>(passes[b].size()) - 1;
+  }
+  const std::vector<std::span<const int32_t>> tokens(passes.begin(), passes.end());
+  const std::vector<float> logits = Sequence::decode_batch(batch, tokens);
+  std::vector<int32_t> next(rows.size());
+  const size_t n_vocab = rows.empty() ? 0 : static_cast<size_t>(rows[0].seq->model().hparams().n_vocab);
+  size_t at = 0;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    StepRow& r = rows[b];
+    const std::span<const float> own = std::span(logits).subspan(at * n_vocab, passes[b].size() * n_vocab);
+    at += passes[b].size();
+    if (r.drafter) {
+      next[b] = accept_pass(*r.seq, *r.sampler, *r.drafter, passes[b], own, r.emit, *r.st);
+    } else {
+      ++r.st->n_decoded;
+      next[b] = r.sampler->sample(r.seq->logits(), r.seq->tokens());
+    }
+  }
+  return next;
 }
 
 void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,

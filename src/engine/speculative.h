@@ -34,6 +34,24 @@ std::vector<int32_t> draft_pass(const Sequence& session, Drafter& drafter, int32
 int32_t accept_pass(Sequence& session, Sampler& sampler, Drafter& drafter, std::span<const int32_t> pass,
                     std::span<const float> rows, const std::function<bool(int32_t)>& emit, GenerateStats& st);
 
+// One sequence's part of a batched step (batched_step).
+struct StepRow {
+  Sequence* seq = nullptr;
+  Sampler* sampler = nullptr;
+  Drafter* drafter = nullptr;  // null: no speculation
+  int32_t id = 0;              // the token emitted last, to run now
+  int max_drafts = 0;          // drafts at most: k, and the room left before max_tokens and the context
+  std::function<bool(int32_t)> emit;  // each accepted draft; false ends the sequence there
+  GenerateStats* st = nullptr;
+};
+
+// Runs every row's token through the model in one Sequence::decode_batch step, with drafts for
+// the rows that have a drafter in the lanes the step's last pass over the weights leaves free
+// (a pass takes kMatmulPassTokens tokens: drafts there add no weight reads). Then each row's
+// accepted drafts are emitted and its rejected ones rolled back. Returns each row's next token,
+// sampled, or -1 where emit ended the row at an accepted draft.
+std::vector<int32_t> batched_step(std::span<StepRow> rows);
+
 // The decode loop with speculation: emits id, then speculate() pass after pass until emit says
 // to stop, max_tokens were emitted or the context is full. Drafts never run past either.
 void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,

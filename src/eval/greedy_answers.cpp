@@ -38,36 +38,25 @@ std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const 
     text[k] = tokenizer.decode(out[k]);
     return static_cast<int>(out[k].size()) < c.max_tokens;
   };
-  const size_t n_vocab = n > 0 ? static_cast<size_t>(seqs[0]->model().hparams().n_vocab) : 0;
   std::vector<size_t> active(c.max_tokens > 0 ? n : 0);
   std::iota(active.begin(), active.end(), size_t{0});
   while (!active.empty()) {
     std::vector<size_t> going;
-    std::vector<Sequence*> batch;
-    std::vector<std::vector<int32_t>> passes;  // each sequence's token, then its drafts
+    std::vector<StepRow> rows;
     for (const size_t k : active) {
       Sequence& s = *seqs[k];
       const int32_t tok = pending[k] >= 0 ? pending[k] : greedy_token(s.logits());
       if (!emit(k, tok)) continue;
       going.push_back(k);
-      batch.push_back(&s);
       const int room = std::min(c.max_tokens - static_cast<int>(out[k].size()), s.n_ctx() - s.n_past() - 1);
-      passes.push_back(drafters[k] ? draft_pass(s, *drafters[k], tok, std::min(spec.k, room)) : std::vector{tok});
+      rows.push_back({&s, &greedy, drafters[k].get(), tok, std::min(spec.k, room),
+                      [&, k](int32_t t) { return emit(k, t); }, &st[k]});
     }
-    const std::vector<std::span<const int32_t>> rows(passes.begin(), passes.end());
-    const std::vector<float> logits = Sequence::decode_batch(batch, rows);
+    const std::vector<int32_t> next = batched_step(rows);
     active.clear();
-    size_t at = 0;
     for (size_t b = 0; b < going.size(); ++b) {
-      const size_t k = going[b];
-      const std::span<const float> own = std::span(logits).subspan(at * n_vocab, passes[b].size() * n_vocab);
-      at += passes[b].size();
-      if (drafters[k]) {
-        pending[k] = accept_pass(*seqs[k], greedy, *drafters[k], passes[b], own,
-                                 [&](int32_t tok) { return emit(k, tok); }, st[k]);
-        if (pending[k] < 0) continue;
-      }
-      active.push_back(k);
+      pending[going[b]] = next[b];
+      if (next[b] >= 0) active.push_back(going[b]);
     }
   }
   if (stats) *stats = st;

@@ -102,6 +102,18 @@ TEST(CliContext, QuestionsFileGivesOneJsonLineEach) {
   // Decoded in one batch, each answer is the one it gets alone.
   EXPECT_EQ(rows[0]["answer"].get<std::string>() + "\n",
             answer("--context " + f.pressed.string() + " --question '" + kQuestion + "'"));
+  // With speculation the drafts go into the batch's steps, and the answers stay.
+  const test::CliRun spec = test::run_cli(run_args() + " --context " + f.pressed.string() + " --questions-file " +
+                                          qs.string() + " --jsonl --spec prompt-lookup --spec-ngram-min 1");
+  ASSERT_EQ(spec.status, 0) << spec.err;
+  std::istringstream spec_lines(spec.out);
+  size_t i = 0;
+  for (std::string line; std::getline(spec_lines, line); ++i) {
+    ASSERT_LT(i, rows.size()) << spec.out;
+    EXPECT_EQ(nlohmann::json::parse(line)["answer"], rows[i]["answer"]) << i;
+  }
+  EXPECT_EQ(i, rows.size());
+  EXPECT_NE(spec.err.find("spec prompt-lookup"), std::string::npos) << spec.err;
 }
 
 TEST(CliContext, ChatContinuesAContextAndSavesTheConversation) {
