@@ -47,16 +47,22 @@ float margin(std::span<const float> row, int best) {
   return row[best] - second;
 }
 
-TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
-  const Decoder& model = *test::reference_model().model;
-  const std::vector<Case> cases = fixture_cases();
-  ThreadPool pool(2);
+// A session for each case with room for its prompt and continuation, its prefill begun.
+std::vector<std::unique_ptr<Sequence>> begin_cases(const Decoder& model, const std::vector<Case>& cases, ThreadPool& pool) {
   std::vector<std::unique_ptr<Sequence>> sessions;
   for (const Case& c : cases) {
     sessions.push_back(std::make_unique<Sequence>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
                                                  SequenceOptions{KvType::kF32, {}}));
     sessions.back()->begin_prefill(c.prompt);
   }
+  return sessions;
+}
+
+TEST(BatchedDecode, InterleavedPrefillsAndBatchedStepsFollowTransformers) {
+  const Decoder& model = *test::reference_model().model;
+  const std::vector<Case> cases = fixture_cases();
+  ThreadPool pool(2);
+  std::vector<std::unique_ptr<Sequence>> sessions = begin_cases(model, cases, pool);
   // One piece of each unfinished prefill in turn.
   for (bool pending = true; pending;) {
     pending = false;
@@ -101,11 +107,10 @@ TEST(BatchedDecode, RowsOfSeveralTokensFollowTransformers) {
   const Decoder& model = *test::reference_model().model;
   const std::vector<Case> cases = fixture_cases();
   ThreadPool pool(2);
-  std::vector<std::unique_ptr<Sequence>> sessions;
-  for (const Case& c : cases) {
-    sessions.push_back(std::make_unique<Sequence>(model, static_cast<int>(c.prompt.size() + c.hf_ids.size() + 1), pool,
-                                                 SequenceOptions{KvType::kF32, {}}));
-    sessions.back()->prefill(c.prompt);
+  std::vector<std::unique_ptr<Sequence>> sessions = begin_cases(model, cases, pool);
+  for (auto& s : sessions) {
+    while (!s->prefill_step()) {
+    }
   }
   std::vector<size_t> fed(cases.size(), 0);  // ids of each case run so far
   int checked = 0, step = 0;
@@ -158,6 +163,14 @@ struct Served {
   const Decoder& model = *test::reference_model().model;
 };
 
+// Transformers' continuation of a case as text.
+std::string hf_text(const Tokenizer& tokenizer, const Case& c) {
+  Utf8Stream utf8;
+  std::string text;
+  for (const int32_t id : c.hf_ids) text += utf8.push(tokenizer.token_piece(id));
+  return text + utf8.flush();
+}
+
 SequenceRequest greedy_request(std::vector<int32_t> prompt, int max_tokens) {
   SequenceRequest r;
   r.prompt = std::move(prompt);
@@ -198,11 +211,7 @@ TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservatio
     // Where transformers had no near-tie, the streamed text is its continuation exactly.
     const Case& c = cases[i];
     if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
-    Utf8Stream utf8;
-    std::string expected;
-    for (const int32_t id : c.hf_ids) expected += utf8.push(s.tokenizer->token_piece(id));
-    expected += utf8.flush();
-    EXPECT_EQ(text, expected) << c.name;
+    EXPECT_EQ(text, hf_text(*s.tokenizer, c)) << c.name;
     ++compared;
   }
   EXPECT_GE(compared, 8);
@@ -268,11 +277,7 @@ TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers
       EXPECT_TRUE(rest == 0 || rest == 1) << c.name << ": " << rest;
     }
     if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
-    Utf8Stream utf8;
-    std::string expected;
-    for (const int32_t id : c.hf_ids) expected += utf8.push(s.tokenizer->token_piece(id));
-    expected += utf8.flush();
-    EXPECT_EQ(text, expected) << c.name;
+    EXPECT_EQ(text, hf_text(*s.tokenizer, c)) << c.name;
     ++compared;
   }
   EXPECT_GE(compared, 8);
