@@ -90,6 +90,7 @@ std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::s
                               const std::vector<int>& capacities, const std::string& out) {
   std::map<std::string, Mean> means, kv_kept, decode_s;    // "press C=.." -> ...
   std::map<std::string, std::map<std::string, Mean>> by_task;  // label -> task -> mean
+  std::map<std::string, std::map<std::string, Mean>> by_case;  // label -> case -> mean
   std::map<std::string, Grid> grids;                        // label -> heatmap
   std::set<std::string> tasks;
   std::set<int> cols, grid_rows;
@@ -102,6 +103,7 @@ std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::s
     decode_s[l].add(row.decode_s);
     tasks.insert(row.task);
     by_task[l][row.task].add(row.score);
+    by_case[l][row.case_id].add(row.score);
     if (row.heat) {
       const auto [cv, rv] = *row.heat;
       cols.insert(cv), grid_rows.insert(rv);
@@ -116,16 +118,20 @@ std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::s
   std::string md = fmt::format(
       "`snapkv eval {}`, model {}, {}: {} cases; score: {} (best {:g}). C = KV entries kept per KV head; KV kept = "
       "bytes of the compressed cache over the full one, when decoding starts; decode s = seconds per answer (the "
-      "answers of a case decode in one batch and share its time).\n\n"
-      "| press | C | results | score | vs full | KV kept | decode s |\n|---|---:|---:|---:|---:|---:|---:|\n",
+      "answers of a case decode in one batch and share its time); 95 % CI: of the mean score, bootstrap over the "
+      "cases.\n\n"
+      "| press | C | results | score | 95 % CI | vs full | KV kept | decode s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
       r.suite, r.model, r.placement, cases.size(), r.score_name, r.score_max);
   for (const std::string& p : presses) {
     for (int c : eval_capacities(p, capacities)) {
       const std::string l = label(p, c);
       if (!means.count(l)) continue;
-      md += fmt::format("| {} | {} | {} | {:.2f} | {} | {:.1f} % | {:.2f} |\n", p, c ? std::to_string(c) : "-",
-                        means[l].n, means[l].value(), vs_full(means[l].value()), 100 * kv_kept[l].value(),
-                        decode_s[l].value());
+      std::vector<double> per_case;
+      for (const auto& [id, m] : by_case[l]) per_case.push_back(m.value());
+      const MeanInterval ci = bootstrap_mean_interval(per_case);
+      md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f}–{:.2f} | {} | {:.1f} % | {:.2f} |\n", p,
+                        c ? std::to_string(c) : "-", means[l].n, means[l].value(), ci.lo, ci.hi,
+                        vs_full(means[l].value()), 100 * kv_kept[l].value(), decode_s[l].value());
     }
   }
   if (tasks.size() > 1) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -186,5 +187,16 @@ struct EvalSuiteResult {
 // model, seed or options: use another out); Error(kBadFile) for unreadable data or results.
 EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& options,
                                const EvalSuiteCallbacks& callbacks = {});
+
+// A confidence interval of the mean of values (one score per case): the percentile bootstrap.
+// The values are resampled with replacement n_resamples times (seeded: the same interval on
+// every machine and standard library), and the interval holds the middle `level` of the
+// resampled means. Empty values: {0, 0}; error(kInvalidArgument) for level outside (0, 1) or
+// n_resamples < 1.
+struct MeanInterval {
+  double lo = 0, hi = 0;
+};
+MeanInterval bootstrap_mean_interval(std::span<const double> values, double level = 0.95, int n_resamples = 2000,
+                                     uint64_t seed = 1);
 
 }  // namespace snapkv
