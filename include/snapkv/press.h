@@ -35,6 +35,7 @@ struct PressConfig {
   PressVariant variant = PressVariant::kPaper;
   uint64_t seed = 0;           // random press
   int recompress = 0;          // > 0: during decoding, re-compress a head when it holds capacity + this many entries
+  int chunk = 0;               // > 0: keep whole chunks of this many entries, the same in every head (ChunkKV)
 
   bool compresses() const { return press != "full"; }
   // A readable error (empty when valid): every option within its range in press_params(), then

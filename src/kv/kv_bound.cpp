@@ -11,6 +11,8 @@ int64_t kv_entries_bound(const PressConfig& press, int n_layer, int64_t n_prompt
   if (press.compresses() && !whole) {
     kept = press.ratio > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(n_prompt) * (1 - press.ratio)))
                            : std::min<int64_t>(n_prompt, press.capacity);
+    // Whole chunks by kvpress's count can pass the ratio's entries by up to a chunk.
+    if (press.chunk > 0 && press.ratio > 0) kept = std::min<int64_t>(n_prompt, kept + press.chunk);
   }
   // Pressed layers hold `kept` entries on average (pyramidkv and ada_kv move budget between
   // layers or heads, not add to it); the layer being pressed holds the whole prompt meanwhile.

@@ -76,6 +76,12 @@ std::string PressConfig::validate() const {
     return fmt::format("the KV capacity ({}) must be larger than the observation window ({}): the capacity includes the window",
                        capacity, window);
   }
+  if (chunk > 0 && press == "ada_kv") {
+    return "chunk does not go with ada_kv: its heads keep different numbers of entries";
+  }
+  if (chunk > 0 && ratio == 0 && chunk > capacity) {
+    return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", chunk, capacity);
+  }
   if (ratio == 0 && press == "streaming_llm" && sinks >= capacity) {
     return fmt::format("streaming_llm needs 0 <= sinks < capacity, got {} sinks", sinks);
   }
@@ -85,8 +91,9 @@ std::string PressConfig::validate() const {
 std::string PressConfig::describe() const {
   if (!compresses()) return "full";
   std::string budget = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
-  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{})", press, budget, window, kernel,
-                     pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "");
+  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{})", press, budget, window, kernel,
+                     pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "",
+                     chunk > 0 ? fmt::format(", chunks of {}", chunk) : "");
 }
 
 std::unique_ptr<Press> make_press(const PressConfig& c) {

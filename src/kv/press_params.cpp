@@ -134,6 +134,12 @@ std::vector<PressParam> make_table() {
   p.get = get_int<&PressConfig::recompress>, p.put = put_int<&PressConfig::recompress>;
   t.push_back(p);
 
+  p = number("chunk", T::kInt, 0, 1 << 16,
+             "keep whole chunks of N entries, the same chunks in every head of a layer, best mean score first "
+             "(ChunkKV; 0 = single entries)");
+  p.get = get_int<&PressConfig::chunk>, p.put = put_int<&PressConfig::chunk>;
+  t.push_back(p);
+
   for (PressParam& q : t) q.default_text = q.text(PressConfig{});
   return t;
 }

@@ -117,7 +117,53 @@ std::vector<int32_t> top_k(std::span<const float> scores, int64_t n) {
   return idx;
 }
 
-Selection top_k_per_head(const HeadScores& scores, int64_t n) {
+namespace {
+
+// ChunkKV (kvpress's ChunkKVPress): the entries split into chunks of cfg.chunk (the last one
+// shorter), each scored by the mean over its entries of the scores summed over the heads; a chunk
+// holding an entry the press always keeps (kKeepAlways: SnapKV's window) is always kept, as
+// kvpress keeps it by giving the window the layer's highest score + 1. The best chunks are kept
+// whole, the same in every head: max(1, int(n_chunks * (1 - ratio))) of them in ratio mode
+// (kvpress's count, which can pass n by up to a chunk), else the best that fit in n (at least one).
+Selection top_chunks(const PressConfig& cfg, const HeadScores& scores, int64_t n) {
+  const int64_t len = static_cast<int64_t>(scores[0].size()), chunk = cfg.chunk;
+  const int64_t n_chunks = (len + chunk - 1) / chunk;
+  std::vector<float> chunk_score(static_cast<size_t>(n_chunks));
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    const int64_t e0 = c * chunk, e1 = std::min(len, e0 + chunk);
+    double sum = 0;
+    for (const auto& h : scores) {
+      for (int64_t e = e0; e < e1; ++e) sum += h[e];  // +inf when one is kKeepAlways
+    }
+    chunk_score[c] = static_cast<float>(sum / static_cast<double>(e1 - e0));
+  }
+  const int64_t want = cfg.ratio > 0 ? std::max<int64_t>(1, static_cast<int64_t>(n_chunks * (1 - cfg.ratio)))
+                                     : n_chunks;
+  const int64_t room = cfg.ratio > 0 ? len : std::max(n, chunk);
+  // Best chunk first; ties: the earlier chunk.
+  std::vector<int32_t> order(static_cast<size_t>(n_chunks));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return chunk_score[a] > chunk_score[b]; });
+  std::vector<int32_t> kept;
+  int64_t taken = 0;
+  for (const int32_t c : order) {
+    if (taken == want) break;
+    const int64_t e0 = c * chunk, e1 = std::min(len, e0 + chunk);
+    if (static_cast<int64_t>(kept.size()) + (e1 - e0) > room) continue;
+    for (int64_t e = e0; e < e1; ++e) kept.push_back(static_cast<int32_t>(e));
+    ++taken;
+  }
+  std::sort(kept.begin(), kept.end());
+  return Selection(scores.size(), kept);
+}
+
+}  // namespace
+
+Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n) {
+  const bool aligned = !scores.empty() && std::all_of(scores.begin(), scores.end(), [&](const auto& h) {
+    return h.size() == scores[0].size();
+  });
+  if (cfg.chunk > 0 && aligned && static_cast<int64_t>(scores[0].size()) >= cfg.chunk) return top_chunks(cfg, scores, n);
   Selection sel(scores.size());
   for (size_t h = 0; h < scores.size(); ++h) sel[h] = top_k(scores[h], n);
   return sel;

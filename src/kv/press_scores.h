@@ -44,7 +44,9 @@ HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in);
 
 // Indices of the n highest scores (ties: the earlier entry), ascending.
 std::vector<int32_t> top_k(std::span<const float> scores, int64_t n);
-// The same n for every head.
-Selection top_k_per_head(const HeadScores& scores, int64_t n);
+// The n best entries of every head (top_k); with cfg.chunk > 0, whole chunks of that many entries
+// instead, the same in every head (ChunkKV, kvpress's ChunkKVPress; docs/presses.md), when the
+// heads hold the same entries and at least one chunk.
+Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n);
 
 }  // namespace snapkv

@@ -3,7 +3,9 @@
 // ObservedAttentionPress, TOVAPress), the authors' own SnapKVCluster (max and average pooling, one
 // selection per query head as they run it on GQA models) and a numpy transcription of it with the
 // GQA mean, on the default model and prompts of 2K-7K tokens (tests/fixtures/press_selections.json,
-// made by tools/reference/make_press_fixture.py).
+// made by tools/reference/make_press_fixture.py); and kvpress's ChunkKVPress(SnapKVPress), whole
+// chunks of 10 and 20 (tests/fixtures/press_chunks.json, tools/reference/make_chunk_fixture.py),
+// which has no scores and must match exactly.
 //
 // A case matches when
 //  * every KV head keeps exactly the reference's number of entries;
@@ -171,8 +173,9 @@ bool per_query_head(const json& c) { return c.at("options").value("gqa", "") == 
 
 // The prompt's cases with one selection per KV head (per_query_head: only through a Sequence,
 // whose cache holds a copy of the keys per query head) or per query head.
-PromptCases prompt_cases(size_t prompt_index, bool query_heads = false) {
-  const json fx = test::load_fixture("press_selections.json");
+PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
+                         const char* fixture = "press_selections.json") {
+  const json fx = test::load_fixture(fixture);
   const json& prompt = fx.at("prompts").at(prompt_index);
   PromptCases out{prompt.at("name").get<std::string>(), prompt.at("tokens").get<std::vector<int32_t>>(), {}};
   for (const json& c : fx.at("cases")) {
@@ -191,15 +194,16 @@ RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int6
   return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, observed, pool);
 }
 
-// Every case of the prompt, with the capacity as given and as a ratio (kvpress cases).
-void check_prompt(size_t prompt_index, KvType type, Rule rule) {
-  const PromptCases p = prompt_cases(prompt_index);
+// Every case of the prompt, with the capacity as given and as a ratio (kvpress cases given a
+// capacity).
+void check_prompt(size_t prompt_index, KvType type, Rule rule, const char* fixture = "press_selections.json") {
+  const PromptCases p = prompt_cases(prompt_index, false, fixture);
   ASSERT_FALSE(p.cases.empty());
   ThreadPool pool(2);
   const RecordedPrefill rec = record(p, type, pool);
   for (const json& c : p.cases) {
     std::vector<json> variants{c.at("options")};
-    if (!c.at("kvpress_args").is_null()) variants.push_back(ratio_options(c));
+    if (!c.at("kvpress_args").is_null() && !c.at("options").contains("ratio")) variants.push_back(ratio_options(c));
     for (const json& options : variants) {
       const std::string what = c.at("reference").get<std::string>() + " " + options.dump() + " on " + p.name;
       const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(options)))), c, rule);
@@ -234,6 +238,8 @@ void check_query_heads(size_t prompt_index) {
 TEST(PressReference, OfficialCodePerQueryHeadPrompt0) { check_query_heads(0); }
 TEST(PressReference, OfficialCodePerQueryHeadPrompt1) { check_query_heads(1); }
 TEST(PressReference, OfficialCodePerQueryHeadPrompt2) { check_query_heads(2); }
+TEST(PressReference, ChunkKvPrompt0) { check_prompt(0, KvType::kF32, kF32Rule, "press_chunks.json"); }
+TEST(PressReference, ChunkKvPrompt1) { check_prompt(1, KvType::kF32, kF32Rule, "press_chunks.json"); }
 TEST(PressReference, F16CachePrompt0) { check_prompt(0, KvType::kF16, kF16Rule); }
 TEST(PressReference, F16CachePrompt1) { check_prompt(1, KvType::kF16, kF16Rule); }
 
@@ -260,6 +266,26 @@ TEST(PressReference, WrongSelectionsFail) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// The same for chunks: kvpress's chunks against single entries, chunks of the other size, and
+// chunks scored without the GQA mean.
+TEST(PressReference, WrongChunksFail) {
+  const PromptCases p = prompt_cases(0, false, "press_chunks.json");
+  ThreadPool pool(2);
+  const RecordedPrefill rec = record(p, KvType::kF32, pool);
+  ASSERT_EQ(p.cases.size(), 4u);
+  for (const json& c : p.cases) {
+    const int chunk = c.at("options").at("chunk").get<int>();
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, json>>{{"chunk", 0}, {"chunk", chunk == 10 ? 20 : 10}, {"gqa", "max"}}) {
+      json o = c.at("options");
+      o[key] = value;
+      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(o)))), c, kF32Rule);
+      print("ChunkKV against " + o.dump(), v);
+      EXPECT_NE(v.why, "") << o.dump() << " passes as " << c.at("options").dump();
+    }
+  }
 }
 
 }  // namespace

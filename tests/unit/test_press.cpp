@@ -56,6 +56,28 @@ TEST(TopK, HighestScoresInPositionOrderTiesToTheEarlier) {
   EXPECT_TRUE(top_k(s, 0).empty());
 }
 
+// ChunkKV: whole chunks, ranked by the mean over the chunk of the scores summed over the heads,
+// the same chunks in every head.
+TEST(Chunks, WholeChunksTheSameInEveryHead) {
+  // Chunks of 3: [0, 3) mean 2, [3, 6) mean 2, [6, 9) mean 5/3, [9] mean 9.
+  const HeadScores s = {{1, 1, 1, 0, 0, 0, 5, 0, 0, 9}, {1, 1, 1, 0, 0, 6, 0, 0, 0, 0}};
+  PressConfig c;
+  c.chunk = 3;
+  EXPECT_EQ(select_top(c, s, 7), (Selection{{0, 1, 2, 3, 4, 5, 9}, {0, 1, 2, 3, 4, 5, 9}}));  // ties: the earlier
+  EXPECT_EQ(select_top(c, s, 6), (Selection{{0, 1, 2, 9}, {0, 1, 2, 9}}));  // the next chunk does not fit
+  c.ratio = 0.5;  // kvpress's count: int(4 chunks x 0.5) = 2, whatever n says
+  EXPECT_EQ(select_top(c, s, 100), (Selection{{0, 1, 2, 9}, {0, 1, 2, 9}}));
+  c.ratio = 0;
+  HeadScores window = s;
+  window[0][7] = kKeepAlways;  // a chunk holding an entry kept always is kept
+  EXPECT_EQ(select_top(c, window, 7), (Selection{{0, 1, 2, 6, 7, 8, 9}, {0, 1, 2, 6, 7, 8, 9}}));
+  // Heads of different lengths, or shorter than a chunk: single entries.
+  EXPECT_EQ(select_top(c, {{1, 2, 3, 0}, {1, 2}}, 1), (Selection{{2}, {1}}));
+  EXPECT_EQ(select_top(c, {{1, 2}, {2, 1}}, 1), (Selection{{1}, {0}}));
+  c.chunk = 0;
+  EXPECT_EQ(select_top(c, s, 1), (Selection{{9}, {5}}));
+}
+
 // A layer with one query head on one KV head, head_dim 2, entries at positions 0..n-1.
 struct TinyLayer {
   std::vector<float> k, v, q;
@@ -229,6 +251,13 @@ TEST(PressConfig, RejectsInvalidCombinations) {
   c.kernel = 4;
   EXPECT_NE(c.validate().find("odd"), std::string::npos);
   c.kernel = 7;
+  c.chunk = 65;
+  EXPECT_NE(c.validate().find("must fit in the KV capacity"), std::string::npos);
+  c.chunk = 16;
+  EXPECT_EQ(c.validate(), "");
+  c.press = "ada_kv";
+  EXPECT_NE(c.validate().find("chunk does not go with ada_kv"), std::string::npos);
+  c.chunk = 0;
   c.press = "snap";
   EXPECT_NE(c.validate().find("unknown press 'snap'"), std::string::npos);
   EXPECT_ANY_THROW(make_press(c));

@@ -28,7 +28,7 @@ class H2oPress final : public Press {
         s[h][j] = in.observed[h][j] / static_cast<float>(std::max<int64_t>(1, seen_by));
       }
     }
-    return top_k_per_head(reduce_gqa(s, static_cast<int>(in.kv.size()), cfg_.gqa), layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, reduce_gqa(s, static_cast<int>(in.kv.size()), cfg_.gqa), layer_capacity(cfg_, in.kv));
   }
 };
 

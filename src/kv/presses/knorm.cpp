@@ -25,7 +25,7 @@ class KnormPress final : public Press {
         s[h][j] = -static_cast<float>(std::sqrt(sq));
       }
     }
-    return top_k_per_head(s, layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
   }
 };
 

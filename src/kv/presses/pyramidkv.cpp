@@ -33,7 +33,7 @@ class PyramidKvPress final : public Press {
     const int64_t n = longest_head(in.kv);
     const int64_t w = std::min<int64_t>(cfg_.window, in.n_window);
     const int64_t keep = pyramid_layer_budget(cfg_, layer_capacity(cfg_, in.kv), n, w, in.layer, in.n_layer);
-    return top_k_per_head(snapkv_scores(cfg_, in), keep);
+    return select_top(cfg_, snapkv_scores(cfg_, in), keep);
   }
 };
 

@@ -21,7 +21,7 @@ class RandomPress final : public Press {
       s[h].resize(static_cast<size_t>(in.kv[h].n));
       for (float& x : s[h]) x = u(rng);
     }
-    return top_k_per_head(s, layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
   }
 };
 

@@ -12,7 +12,7 @@ class SnapKvPress final : public Press {
   using Press::Press;
   Selection select(const LayerInput& in) const override {
     if (layer_is_short(cfg_, in.kv)) return {};
-    return top_k_per_head(snapkv_scores(cfg_, in), layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, snapkv_scores(cfg_, in), layer_capacity(cfg_, in.kv));
   }
 };
 

@@ -18,7 +18,7 @@ class StreamingLlmPress final : public Press {
         s[h][j] = static_cast<int64_t>(j) < cfg_.sinks ? kKeepAlways : static_cast<float>(j);
       }
     }
-    return top_k_per_head(s, layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
   }
 };
 

@@ -22,7 +22,7 @@ class TovaPress final : public Press {
     for (std::vector<float>& h : s) {
       if (!h.empty()) h.back() = kKeepAlways;
     }
-    return top_k_per_head(s, layer_capacity(cfg_, in.kv));
+    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
   }
 };
 
