@@ -1,5 +1,7 @@
-// Llama-family decoder (GGUF archs llama, mistral, qwen2): RMSNorm, RoPE, grouped-query
-// attention with optional QKV bias, SwiGLU feed-forward, optionally tied output embeddings.
+// Llama-family decoder (GGUF archs llama, mistral, qwen2, qwen3, phi3): RMSNorm, RoPE, grouped-query
+// attention with optional QKV bias (qwen2) and per-head query/key RMSNorm (qwen3), SwiGLU
+// feed-forward, optionally tied output embeddings. Fused QKV and gate/up matrices (phi3) are viewed
+// as the separate matrices they hold.
 //
 // Prefill is layer-major: all tokens pass through layer l before layer l+1 starts, so a layer's
 // keys and values are complete when it finishes (what SnapKV needs to compress it at once).
@@ -44,6 +46,7 @@ struct Layer {
   std::vector<float> attn_norm, ffn_norm;   // [n_embd]
   WeightMatrix wq, wk, wv, wo;              // [n_head*d, n_embd], [n_kv*d, n_embd] x2, [n_embd, n_head*d]
   std::vector<float> bq, bk, bv;            // optional biases (qwen2)
+  std::vector<float> q_norm, k_norm;        // optional per-head RMSNorm weights [head_dim] (qwen3)
   WeightMatrix w_gate, w_up, w_down;        // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
@@ -61,7 +64,7 @@ class Llama final : public Decoder {
   void embed(std::span<const int32_t> tokens, float* x) const;
   // RoPE's angles of the tokens at these positions, for project_qkv.
   RopeAngles angles(std::span<const int32_t> positions) const {
-    return rope_angles(inv_freq_, positions.data(), static_cast<int64_t>(positions.size()));
+    return rope_angles(inv_freq_, positions.data(), static_cast<int64_t>(positions.size()), hp_.rope.mscale());
   }
   // Norm, Q/K/V projections and RoPE of n rows of x, the tokens first .. first + n - 1 of rot,
   // into s.q, s.k, s.v.
@@ -78,6 +81,8 @@ class Llama final : public Decoder {
 
  private:
   WeightMatrix load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out);
+  // Rows first .. first + n - 1 of a matrix, as a matrix of their own (a fused matrix's part).
+  static WeightMatrix rows_of(const WeightMatrix& w, int64_t first, int64_t n);
   std::vector<float> load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required);
 
   WeightMatrix tok_embd_, output_;
@@ -152,6 +157,13 @@ WeightMatrix Llama::load_matrix(const GgufFile& f, const std::string& name, int6
   return WeightMatrix{t.type, t.data, n_in, n_out, ggml_row_bytes(info, n_in)};
 }
 
+WeightMatrix Llama::rows_of(const WeightMatrix& w, int64_t first, int64_t n) {
+  WeightMatrix part = w;
+  part.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+  part.n_out = n;
+  return part;
+}
+
 std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required) {
   if (!required && !f.find_tensor(name)) return {};
   const WeightMatrix w = load_matrix(f, name, n, 1);
@@ -190,20 +202,27 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   output_ = f.find_tensor("output.weight") ? load_matrix(f, "output.weight", h.n_embd, h.n_vocab) : tok_embd_;
 
   RopeParams& r = h.rope;
-  r.mode = h.arch == "qwen2" ? RopeMode::kNeox : RopeMode::kNormal;
+  // GGUF llama files hold Q/K rows permuted for rotation of adjacent pairs; the others rotate halves.
+  r.mode = h.arch == "llama" || h.arch == "mistral" ? RopeMode::kNormal : RopeMode::kNeox;
   r.n_rot = static_cast<int>(f.get_uint(a + "rope.dimension_count", h.head_dim));
   if (r.n_rot <= 0 || r.n_rot > h.head_dim || r.n_rot % 2 != 0) {
     fail(ErrorKind::kBadFile, "{}: rope dimension {} does not fit head dimension {}", f.path(), r.n_rot, h.head_dim);
   }
   r.freq_base = f.get_float(a + "rope.freq_base", 10000.0);
   const std::string_view scaling = f.get_string(a + "rope.scaling.type", "none");
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     r.freq_scale = 1.0 / f.get_float(a + "rope.scaling.factor", 1.0);
+    r.yarn = scaling == "yarn";
+    r.n_ctx_orig = static_cast<int>(f.get_uint(a + "rope.scaling.original_context_length", h.n_ctx_train));
+    r.attn_factor = f.get_float(a + "rope.scaling.attn_factor", 1.0);
   } else if (scaling != "none") {
     fail(ErrorKind::kUnsupported, "{}: rope scaling '{}' is not supported", f.path(), scaling);
   }
   r.freq_factors = load_vector(f, "rope_freqs.weight", r.n_rot / 2, false);
-  if (r.freq_base <= 0 || r.freq_scale <= 0) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
+  if (f.find_tensor("rope_factors_long.weight")) {
+    fail(ErrorKind::kUnsupported, "{}: rope scaling by long/short factors (Phi-3 128K) is not supported", f.path());
+  }
+  if (!(r.freq_base > 1) || !(r.freq_scale > 0) || (r.yarn && r.n_ctx_orig <= 0) || !(r.attn_factor > 0)) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
   inv_freq_ = r.inv_freq();
 
   const int64_t d = h.head_dim, e = h.n_embd;
@@ -213,15 +232,34 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
     const std::string p = "blk." + std::to_string(il) + ".";
     L.attn_norm = load_vector(f, p + "attn_norm.weight", e, true);
     L.ffn_norm = load_vector(f, p + "ffn_norm.weight", e, true);
-    L.wq = load_matrix(f, p + "attn_q.weight", e, h.n_head * d);
-    L.wk = load_matrix(f, p + "attn_k.weight", e, h.n_head_kv * d);
-    L.wv = load_matrix(f, p + "attn_v.weight", e, h.n_head_kv * d);
+    const int64_t nq = h.n_head * d, nkv = h.n_head_kv * d;
+    if (f.find_tensor(p + "attn_qkv.weight")) {
+      const WeightMatrix qkv = load_matrix(f, p + "attn_qkv.weight", e, nq + 2 * nkv);
+      L.wq = rows_of(qkv, 0, nq);
+      L.wk = rows_of(qkv, nq, nkv);
+      L.wv = rows_of(qkv, nq + nkv, nkv);
+    } else {
+      L.wq = load_matrix(f, p + "attn_q.weight", e, nq);
+      L.wk = load_matrix(f, p + "attn_k.weight", e, nkv);
+      L.wv = load_matrix(f, p + "attn_v.weight", e, nkv);
+    }
     L.wo = load_matrix(f, p + "attn_output.weight", h.n_head * d, e);
     L.bq = load_vector(f, p + "attn_q.bias", h.n_head * d, false);
     L.bk = load_vector(f, p + "attn_k.bias", h.n_head_kv * d, false);
     L.bv = load_vector(f, p + "attn_v.bias", h.n_head_kv * d, false);
-    L.w_gate = load_matrix(f, p + "ffn_gate.weight", e, h.n_ff);
-    L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
+    L.q_norm = load_vector(f, p + "attn_q_norm.weight", d, false);
+    L.k_norm = load_vector(f, p + "attn_k_norm.weight", d, false);
+    if (L.q_norm.empty() != L.k_norm.empty()) {
+      fail(ErrorKind::kBadFile, "{}: layer {} has a norm for queries or keys but not both", f.path(), il);
+    }
+    if (f.find_tensor(p + "ffn_gate.weight")) {
+      L.w_gate = load_matrix(f, p + "ffn_gate.weight", e, h.n_ff);
+      L.w_up = load_matrix(f, p + "ffn_up.weight", e, h.n_ff);
+    } else {  // gate and up in one matrix, gate first
+      const WeightMatrix gate_up = load_matrix(f, p + "ffn_up.weight", e, 2 * int64_t{h.n_ff});
+      L.w_gate = rows_of(gate_up, 0, h.n_ff);
+      L.w_up = rows_of(gate_up, h.n_ff, h.n_ff);
+    }
     L.w_down = load_matrix(f, p + "ffn_down.weight", h.n_ff, e);
   }
   // With 8-bit activations, decode reads copies of the matrices interleaved by 8 rows (rows8.h),
@@ -293,6 +331,11 @@ void Llama::project_qkv(int il, const float* x, const RopeAngles& rot, int64_t f
   if (!L.bk.empty()) add_bias(s.k.data(), L.bk.data(), n, nkv);
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+    if (!L.q_norm.empty()) {
+      rms_norm(s.q.data() + t0 * nq, L.q_norm.data(), s.q.data() + t0 * nq, (t1 - t0) * h.n_head, h.head_dim, h.rms_eps);
+      rms_norm(s.k.data() + t0 * nkv, L.k_norm.data(), s.k.data() + t0 * nkv, (t1 - t0) * h.n_head_kv, h.head_dim,
+               h.rms_eps);
+    }
     rope(s.q.data() + t0 * nq, rot, first + t0, t1 - t0, h.n_head, h.head_dim, h.rope.mode);
     rope(s.k.data() + t0 * nkv, rot, first + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope.mode);
   });

@@ -22,6 +22,8 @@ constexpr std::array kRegistry = {
     Entry{"llama", make_llama},
     Entry{"mistral", make_llama},
     Entry{"qwen2", make_llama},
+    Entry{"qwen3", make_llama},
+    Entry{"phi3", make_llama},
 };
 }  // namespace
 
