@@ -123,8 +123,8 @@ std::vector<GenerateStats> generate_batch(std::span<Sequence* const> sessions, c
         continue;
       }
       going.push_back(b);
-      const int room = std::min(params.max_tokens - st[b].n_generated, s.n_ctx() - s.n_past() - 1);
-      rows.push_back({&s, &samplers[b], drafters[b].get(), next[b], std::min(params.speculation.k, room),
+      rows.push_back({&s, &samplers[b], drafters[b].get(), next[b],
+                      draft_room(s, params.speculation.k, params.max_tokens - st[b].n_generated),
                       [&, b](int32_t t) { return emit(b, t); }, &st[b]});
     }
     const std::vector<int32_t> ids = batched_step(rows);

@@ -512,10 +512,9 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
     }
     const SpeculationParams& spec = r.req.params.speculation;
     if (spec.mode != SpecMode::kNone && !r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
-    // Drafts never run past max_tokens or the context.
-    const int room = std::min(r.req.params.max_tokens - r.stats.n_generated, r.session->n_ctx() - r.session->n_past() - 1);
     members.push_back(&r);
-    rows.push_back({r.session.get(), &r.sampler, r.drafter.get(), id, std::min(spec.k, room), {}, nullptr});
+    rows.push_back({r.session.get(), &r.sampler, r.drafter.get(), id,
+                    draft_room(*r.session, spec.k, r.req.params.max_tokens - r.stats.n_generated), {}, nullptr});
   }
   std::vector<GenerateStats> st(members.size());
   std::vector<FinishReason> ends(members.size(), FinishReason::kNone);

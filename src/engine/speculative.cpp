@@ -127,6 +127,10 @@ std::vector<int32_t> batched_step(std::span<StepRow> rows) {
   return next;
 }
 
+int draft_room(const Sequence& session, int k, int tokens_left) {
+  return std::min({k, tokens_left, session.n_ctx() - session.n_past() - 1});
+}
+
 void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,
                           const std::function<bool(int32_t)>& emit, GenerateStats& st) {
   int emitted = 0;
@@ -136,8 +140,7 @@ void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter,
     return more;
   };
   while (id >= 0 && counted(id) && session.n_past() < session.n_ctx()) {
-    const int room = std::min(max_tokens - emitted, session.n_ctx() - session.n_past() - 1);
-    id = speculate(session, sampler, drafter, id, std::min(k, room), counted, st);
+    id = speculate(session, sampler, drafter, id, draft_room(session, k, max_tokens - emitted), counted, st);
   }
 }
 

@@ -34,13 +34,17 @@ std::vector<int32_t> draft_pass(const Sequence& session, Drafter& drafter, int32
 int32_t accept_pass(Sequence& session, Sampler& sampler, Drafter& drafter, std::span<const int32_t> pass,
                     std::span<const float> rows, const std::function<bool(int32_t)>& emit, GenerateStats& st);
 
+// The drafts a pass of session may hold: k at most, and never past the tokens_left before
+// max_tokens or the end of the context (the pass's first token takes one entry).
+int draft_room(const Sequence& session, int k, int tokens_left);
+
 // One sequence's part of a batched step (batched_step).
 struct StepRow {
   Sequence* seq = nullptr;
   Sampler* sampler = nullptr;
   Drafter* drafter = nullptr;  // null: no speculation
   int32_t id = 0;              // the token emitted last, to run now
-  int max_drafts = 0;          // drafts at most: k, and the room left before max_tokens and the context
+  int max_drafts = 0;          // drafts at most (draft_room)
   std::function<bool(int32_t)> emit;  // each accepted draft; false ends the sequence there
   GenerateStats* st = nullptr;
 };

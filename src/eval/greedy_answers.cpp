@@ -48,8 +48,8 @@ std::vector<std::string> answer_greedily(std::span<Sequence* const> seqs, const 
       const int32_t tok = pending[k] >= 0 ? pending[k] : greedy_token(s.logits());
       if (!emit(k, tok)) continue;
       going.push_back(k);
-      const int room = std::min(c.max_tokens - static_cast<int>(out[k].size()), s.n_ctx() - s.n_past() - 1);
-      rows.push_back({&s, &greedy, drafters[k].get(), tok, std::min(spec.k, room),
+      rows.push_back({&s, &greedy, drafters[k].get(), tok,
+                      draft_room(s, spec.k, c.max_tokens - static_cast<int>(out[k].size())),
                       [&, k](int32_t t) { return emit(k, t); }, &st[k]});
     }
     const std::vector<int32_t> next = batched_step(rows);
