@@ -222,7 +222,9 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   if (f.find_tensor("rope_factors_long.weight")) {
     fail(ErrorKind::kUnsupported, "{}: rope scaling by long/short factors (Phi-3 128K) is not supported", f.path());
   }
-  if (!(r.freq_base > 1) || !(r.freq_scale > 0) || (r.yarn && r.n_ctx_orig <= 0) || !(r.attn_factor > 0)) fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
+  if (!(r.freq_base > 1) || !(r.freq_scale > 0) || (r.yarn && r.n_ctx_orig <= 0) || !(r.attn_factor > 0)) {
+    fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
+  }
   inv_freq_ = r.inv_freq();
 
   const int64_t d = h.head_dim, e = h.n_embd;
@@ -332,9 +334,10 @@ void Llama::project_qkv(int il, const float* x, const RopeAngles& rot, int64_t f
   if (!L.bv.empty()) add_bias(s.v.data(), L.bv.data(), n, nkv);
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     if (!L.q_norm.empty()) {
-      rms_norm(s.q.data() + t0 * nq, L.q_norm.data(), s.q.data() + t0 * nq, (t1 - t0) * h.n_head, h.head_dim, h.rms_eps);
-      rms_norm(s.k.data() + t0 * nkv, L.k_norm.data(), s.k.data() + t0 * nkv, (t1 - t0) * h.n_head_kv, h.head_dim,
-               h.rms_eps);
+      float* q = s.q.data() + t0 * nq;
+      float* k = s.k.data() + t0 * nkv;
+      rms_norm(q, L.q_norm.data(), q, (t1 - t0) * h.n_head, h.head_dim, h.rms_eps);
+      rms_norm(k, L.k_norm.data(), k, (t1 - t0) * h.n_head_kv, h.head_dim, h.rms_eps);
     }
     rope(s.q.data() + t0 * nq, rot, first + t0, t1 - t0, h.n_head, h.head_dim, h.rope.mode);
     rope(s.k.data() + t0 * nkv, rot, first + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope.mode);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "engine/sequence.h"
@@ -14,6 +15,7 @@
 #include "model/model.h"
 #include "reference_model.h"
 #include "support/arch_models.h"
+#include "util/error.h"
 
 namespace snapkv {
 namespace {
@@ -103,6 +105,46 @@ TEST_P(Architecture, LogitsAgreeWithTransformersAndLlamaCpp) {
   EXPECT_LT(cpp.max_logit, 5e-4);
   EXPECT_GE(hf.agree, hf.n - 2);
   EXPECT_GE(cpp.agree, cpp.n - 2);
+}
+
+// A file of one of these architectures with a piece missing or not supported: one clear error.
+void expect_refused(json a, const std::function<void(json&)>& edit, ErrorKind kind, const std::string& needle) {
+  edit(a);
+  const std::vector<uint8_t> bytes = test::arch_model_gguf(a);
+  const auto file = GgufFile::parse(bytes.data(), bytes.size(), "edited");
+  try {
+    load_decoder(*file);
+    FAIL() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+json without(json tensors, const std::string& name) {
+  json out = json::array();
+  for (const json& t : tensors) {
+    if (t["name"] != name) out.push_back(t);
+  }
+  return out;
+}
+
+TEST(Architectures, IncompleteOrUnsupportedVariantsAreRefused) {
+  const json& qwen3 = arch_fixture("qwen3");
+  const json& phi3 = arch_fixture("phi3");
+  ASSERT_FALSE(qwen3.is_null() || phi3.is_null());
+  expect_refused(
+      qwen3, [](json& a) { a["tensors"] = without(a["tensors"], "blk.1.attn_k_norm.weight"); }, ErrorKind::kBadFile,
+      "norm for queries or keys but not both");
+  const json long_factors = {{"name", "rope_factors_long.weight"}, {"ne", {16}}, {"values", std::vector<float>(16, 1)}};
+  expect_refused(
+      phi3, [&](json& a) { a["tensors"].push_back(long_factors); }, ErrorKind::kUnsupported, "long/short factors");
+  expect_refused(
+      phi3, [](json& a) { a["tensors"] = without(a["tensors"], "blk.0.attn_qkv.weight"); }, ErrorKind::kBadFile,
+      "attn_q.weight");
+  expect_refused(
+      qwen3, [](json& a) { a["metadata"].push_back({"qwen3.rope.scaling.type", "string", "longrope"}); },
+      ErrorKind::kUnsupported, "rope scaling 'longrope'");
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchitecturesJson, Architecture,

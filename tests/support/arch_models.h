@@ -59,9 +59,9 @@ inline std::vector<uint8_t> arch_model_gguf(const nlohmann::json& arch) {
     const auto ne = t["ne"].get<std::vector<uint64_t>>();
     size_t n = 1;
     for (uint64_t d : ne) n *= d;
-    const std::vector<float> v = t.contains("values")
-                                     ? t["values"].get<std::vector<float>>()
-                                     : seeded_weights(seed, name, n, t["scale"].get<double>(), t["offset"].get<double>());
+    const std::vector<float> v =
+        t.contains("values") ? t["values"].get<std::vector<float>>()
+                             : seeded_weights(seed, name, n, t["scale"].get<double>(), t["offset"].get<double>());
     if (v.size() != n) throw std::runtime_error("architectures.json: " + name + " has the wrong number of values");
     std::vector<uint8_t> bytes(n * sizeof(float));
     std::memcpy(bytes.data(), v.data(), bytes.size());
