@@ -295,10 +295,8 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
       const int64_t per_slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{16} << 20) / group_bytes));
       for (int64_t g0 = 0; g0 < n_groups; g0 += per_slice) {
         const int64_t g1 = std::min(n_groups, g0 + per_slice);
-        WeightMatrix slice = *w;
-        slice.data = w->data + static_cast<size_t>(g0) * group_bytes;
-        slice.n_out = 8 * (g1 - g0);
-        interleave_rows8(slice, rows8_.data() + at + static_cast<size_t>(g0) * group_bytes);
+        uint8_t* copy = rows8_.data() + at + static_cast<size_t>(g0) * group_bytes;
+        interleave_rows8(rows_of(*w, 8 * g0, 8 * (g1 - g0)), copy);
         f.release(w->data, static_cast<size_t>(g1) * group_bytes);
       }
       w->rows8 = rows8_.data() + at;
