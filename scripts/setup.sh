@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/download_model.sh
+bash scripts/download_model.sh gemma3
 bash scripts/download_vocab.sh
 bash scripts/build.sh release
