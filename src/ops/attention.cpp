@@ -41,6 +41,11 @@ inline constexpr int kTransposeMinRows = 8;
 inline constexpr size_t kPrefetchBytes = 8192;
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// The lowest position a query at qp sees among kv's entries (its window's start).
+inline int32_t lowest_visible(const snapkv::KvHeadView& kv, int32_t qp) {
+  return kv.window > 0 ? qp - (kv.window - 1) : std::numeric_limits<int32_t>::min();
+}
+
 inline float kv_scalar(snapkv::KvType type, const void* base, size_t i) {
   const auto* h = static_cast<const uint16_t*>(base);
   switch (type) {
@@ -259,16 +264,17 @@ void ScoresTransposed(const float* const* q, const float* kt, int d, float* s) {
   }
 }
 
-// Turns raw scores into unnormalized probabilities for one row and updates its running max and
-// sum; returns the factor by which the row's accumulator must be rescaled. Blocks whose keys are
-// all visible to the row (most of them) are scaled and maxed with vectors; only the block on the
-// causal diagonal is masked key by key.
-float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, float scale, float& m, float& l) {
+// Turns raw scores into unnormalized probabilities for one row, whose visible keys are at
+// positions lo .. qp, and updates its running max and sum; returns the factor by which the row's
+// accumulator must be rescaled. Blocks whose keys are all visible to the row (most of them) are
+// scaled and maxed with vectors; only the blocks on the causal diagonal and on a sliding window's
+// edge are masked key by key.
+float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, int32_t lo, float scale, float& m, float& l) {
   const DF df;
   const int n = static_cast<int>(hn::Lanes(df));
   float block_max = kNegInf;
   int j = 0;
-  if (pos[nb - 1] <= qp) {
+  if (pos[nb - 1] <= qp && pos[0] >= lo) {
     const VF vs = hn::Set(df, scale);
     VF vmax = hn::Set(df, kNegInf);
     for (; j + n <= nb; j += n) {
@@ -279,7 +285,7 @@ float SoftmaxBlock(float* s, const int32_t* pos, int nb, int32_t qp, float scale
     block_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
   }
   for (; j < nb; ++j) {
-    s[j] = pos[j] > qp ? kNegInf : s[j] * scale;
+    s[j] = pos[j] > qp || pos[j] < lo ? kNegInf : s[j] * scale;
     block_max = std::max(block_max, s[j]);
   }
   if (block_max == kNegInf) {
@@ -335,7 +341,8 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
         for (int u = 0; u < kRowGroup; ++u) qs[u] = row_q(r + u);
         ScoresTransposed<kRowGroup>(qs, kt.data(), d, s);
         for (int u = 0; u < kRowGroup; ++u) {
-          c[u] = SoftmaxBlock(s + u * kKeyBlock, kv.pos + j0, nb, row_pos(r + u), scale, m[r + u], l[r + u]);
+          const int32_t qp = row_pos(r + u);
+          c[u] = SoftmaxBlock(s + u * kKeyBlock, kv.pos + j0, nb, qp, lowest_visible(kv, qp), scale, m[r + u], l[r + u]);
         }
         AccumulateValuesRows<kRowGroup>(acc.data() + static_cast<size_t>(r) * d, c, s, vb, nb, d);
       }
@@ -347,7 +354,7 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
       } else {
         ScoresDirect(qr, kb, nb, d, s);
       }
-      const float c = SoftmaxBlock(s, kv.pos + j0, nb, row_pos(r), scale, m[r], l[r]);
+      const float c = SoftmaxBlock(s, kv.pos + j0, nb, row_pos(r), lowest_visible(kv, row_pos(r)), scale, m[r], l[r]);
       AccumulateValues(acc.data() + static_cast<size_t>(r) * d, c, s, vb, nb, d);
     }
   }
@@ -477,7 +484,7 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const VF c = hn::Set(df, SoftmaxBlock(s[r], kv.pos + j0, nb, qp, scale, m[r], l[r]));
+      const VF c = hn::Set(df, SoftmaxBlock(s[r], kv.pos + j0, nb, qp, lowest_visible(kv, qp), scale, m[r], l[r]));
 #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) a[r][g] = hn::Mul(a[r][g], c);
     }
@@ -551,7 +558,7 @@ void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0
       for (int r = 0; r < R; ++r) SumOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r], &s[r][jk]);
     }
     float c[R];
-    for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], kv.pos + j0, nb, qp, scale, m[r], l[r]);
+    for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], kv.pos + j0, nb, qp, lowest_visible(kv, qp), scale, m[r], l[r]);
     const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * row_bytes;
     for (int g0 = 0; g0 < G; g0 += kChunk) {
       VF a[R][kChunk];
@@ -651,7 +658,7 @@ void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_
     for (int r = 0; r < n_rows; ++r) {
       const float* qr = q + static_cast<size_t>(r) * d;
       ScoresDirect(qr, kb, nb, d, s);
-      const float c = SoftmaxBlock(s, kv.pos + j0, nb, qp, scale, m[r], l[r]);
+      const float c = SoftmaxBlock(s, kv.pos + j0, nb, qp, lowest_visible(kv, qp), scale, m[r], l[r]);
       AccumulateValues(acc + static_cast<size_t>(r) * d, c, s, vb, nb, d);
     }
   }
@@ -687,7 +694,7 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
           ScoresDirect(qr, kb, nb, d, s);
         }
         if (pass == 0) {
-          SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], scale, m[t], l[t]);
+          SoftmaxBlock(s, kv.pos + j0, nb, q_pos[t], lowest_visible(kv, q_pos[t]), scale, m[t], l[t]);
           continue;
         }
         // p = exp(s * scale - m) / l, with masked keys at p = 0.
@@ -695,15 +702,16 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
         const int n = static_cast<int>(hn::Lanes(df));
         const VF vs = hn::Set(df, scale), vm = hn::Set(df, m[t]), vinv = hn::Set(df, 1.0f / l[t]);
         const int32_t* pos = kv.pos + j0;
+        const int32_t lo = lowest_visible(kv, q_pos[t]);
         int j = 0;
-        if (pos[nb - 1] <= q_pos[t]) {
+        if (pos[nb - 1] <= q_pos[t] && pos[0] >= lo) {
           for (; j + n <= nb; j += n) {
             const VF p = hn::Mul(hn::Exp(df, hn::MulSub(hn::LoadU(df, s + j), vs, vm)), vinv);
             hn::StoreU(hn::Add(hn::LoadU(df, col + j0 + j), p), df, col + j0 + j);
           }
         }
         for (; j < nb; ++j) {
-          if (pos[j] <= q_pos[t]) col[j0 + j] += std::exp(s[j] * scale - m[t]) / l[t];
+          if (pos[j] <= q_pos[t] && pos[j] >= lo) col[j0 + j] += std::exp(s[j] * scale - m[t]) / l[t];
         }
       }
     }
@@ -811,7 +819,7 @@ void attention_few(const float* q, const int32_t* q_pos, int n_tok, int n_head, 
     ranges.back().second = v.n;
     for (const auto& [k0, k1] : ranges) {
       items.push_back({hk, {k1 - k0, static_cast<const uint8_t*>(v.k) + k0 * row,
-                            static_cast<const uint8_t*>(v.v) + k0 * row, v.pos + k0, v.type}});
+                            static_cast<const uint8_t*>(v.v) + k0 * row, v.pos + k0, v.type, v.window}});
     }
   }
   // Per item, each token's group of rows over the range in turn: the range is read from memory
@@ -849,13 +857,15 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   if (n_seq == 0) return;
   const int n_kv = static_cast<int>(kv[0].size());
   const int n_group = n_head / n_kv, d = head_dim;
-  // Visible keys of each (sequence, KV head); entries are sorted by position.
-  std::vector<int64_t> n_keys(static_cast<size_t>(n_seq) * n_kv);
+  // Visible keys of each (sequence, KV head), from begin: entries are sorted by position.
+  std::vector<int64_t> begin(static_cast<size_t>(n_seq) * n_kv), n_keys(begin.size());
   int64_t total = 0;
   for (int b = 0; b < n_seq; ++b) {
     for (int hk = 0; hk < n_kv; ++hk) {
       const KvHeadView& v = kv[b][hk];
-      total += n_keys[b * n_kv + hk] = std::upper_bound(v.pos, v.pos + v.n, q_pos[b]) - v.pos;
+      const int64_t i = b * n_kv + hk;
+      begin[i] = std::lower_bound(v.pos, v.pos + v.n, attention_detail::lowest_visible(v, q_pos[b])) - v.pos;
+      total += n_keys[i] = std::upper_bound(v.pos, v.pos + v.n, q_pos[b]) - v.pos - begin[i];
     }
   }
   // Key ranges of whole blocks, about eight per thread over everything, at least one, even empty,
@@ -868,7 +878,8 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
   std::vector<Item> items;
   for (int b = 0; b < n_seq; ++b) {
     for (int hk = 0; hk < n_kv; ++hk) {
-      for (const auto& [k0, k1] : key_ranges(n_keys[b * n_kv + hk], chunk)) items.push_back({b, hk, k0, k1});
+      const int64_t i = b * n_kv + hk;
+      for (const auto& [k0, k1] : key_ranges(n_keys[i], chunk)) items.push_back({b, hk, begin[i] + k0, begin[i] + k1});
     }
   }
   const size_t rows = static_cast<size_t>(n_group);
@@ -953,7 +964,7 @@ void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, in
       std::vector<double> s;
       std::vector<int64_t> idx;
       for (int64_t j = 0; j < v.n; ++j) {
-        if (v.pos[j] > q_pos[t]) continue;
+        if (v.pos[j] > q_pos[t] || v.pos[j] < attention_detail::lowest_visible(v, q_pos[t])) continue;
         double dot = 0;
         for (int i = 0; i < head_dim; ++i) {
           dot += static_cast<double>(qr[i]) * attention_detail::kv_scalar(v.type, v.k, j * head_dim + i);

@@ -13,13 +13,16 @@ namespace snapkv {
 size_t kv_type_size(KvType t);
 
 // The stored entries of one KV head: n entries of keys and values [n, head_dim] of the given type
-// (post-RoPE keys) and their original token positions, ascending.
+// (post-RoPE keys) and their original token positions, ascending. A query at position p sees the
+// entries at positions p - window < pos <= p of a sliding-window layer (window > 0), every entry
+// at pos <= p otherwise.
 struct KvHeadView {
   int64_t n = 0;
   const void* k = nullptr;
   const void* v = nullptr;
   const int32_t* pos = nullptr;
   KvType type = KvType::kF32;
+  int32_t window = 0;
 };
 
 // Entry j of a stored row-major [n, d] array of the given type, widened to f32.
@@ -28,7 +31,7 @@ void kv_row_to_f32(KvType type, const void* base, int64_t j, int d, float* out);
 // q:   [n_tok, n_head, head_dim] post-RoPE queries at positions q_pos[n_tok]
 // out: [n_tok, n_head, head_dim]
 // Query head h reads KV head h / (n_head / kv.size()) and attends to the entries whose position
-// is <= its own. Every query must see at least one entry.
+// is <= its own (and within the view's window). Every query must see at least one entry.
 // lse (optional) [n_tok, n_head]: each row's log-sum-exp of its scaled scores (q.k / sqrt(d)),
 // which lets attention_column_sums skip its first pass.
 void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,

@@ -1,7 +1,8 @@
-// Element-wise steps between the matmuls, and the argmax of the logits; SiLU·up (its exp is most
-// of the step) and the argmax compiled per SIMD target (Highway foreach_target).
+// Element-wise steps between the matmuls, and the argmax of the logits; SiLU·up and GELU·up (their
+// exp is most of the step) and the argmax compiled per SIMD target (Highway foreach_target).
 #include "ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #ifndef HWY_DISABLED_TARGETS
@@ -32,6 +33,27 @@ void SiluMulT(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, int64_t n)
     hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, gate + i);
   }
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// gate = gelu_tanh(gate) * up, where gelu_tanh(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// computed as x / (1 + exp(-2u)) (the same function: 1 + tanh(u) = 2 / (1 + exp(-2u))), with -2u
+// capped like SiLU's argument.
+void GeluTanhMulT(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  constexpr float kA = -2.0f * 0.7978845608028654f, kB = 0.044715f;
+  const auto one = hn::Set(df, 1.0f), cap = hn::Set(df, 88.0f), a = hn::Set(df, kA), b = hn::Set(df, kB);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = hn::LoadU(df, gate + i);
+    const auto minus_2u = hn::Mul(hn::Mul(a, x), hn::MulAdd(hn::Mul(b, x), x, one));
+    const auto e = hn::Exp(df, hn::Min(minus_2u, cap));
+    hn::StoreU(hn::Mul(hn::Div(x, hn::Add(one, e)), hn::LoadU(df, up + i)), df, gate + i);
+  }
+  for (; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = x / (1.0f + std::exp(std::min(kA * x * (1.0f + kB * x * x), 88.0f))) * up[i];
+  }
 }
 
 // The first i with x[i] the largest value of x; NaNs are passed over (0 if all are NaN).
@@ -70,6 +92,7 @@ HWY_AFTER_NAMESPACE();
 namespace snapkv {
 
 HWY_EXPORT(SiluMulT);
+HWY_EXPORT(GeluTanhMulT);
 HWY_EXPORT(ArgmaxT);
 
 void add_inplace(float* y, const float* x, int64_t n) {
@@ -77,6 +100,8 @@ void add_inplace(float* y, const float* x, int64_t n) {
 }
 
 void silu_mul_inplace(float* gate, const float* up, int64_t n) { HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, n); }
+
+void gelu_tanh_mul_inplace(float* gate, const float* up, int64_t n) { HWY_DYNAMIC_DISPATCH(GeluTanhMulT)(gate, up, n); }
 
 int64_t argmax(const float* x, int64_t n) { return n > 0 ? HWY_DYNAMIC_DISPATCH(ArgmaxT)(x, n) : 0; }
 

@@ -8,7 +8,15 @@
 namespace snapkv {
 namespace {
 
-void swiglu_q8(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down, const float* x,
+void gated_mul(FfnActivation fn, float* gate, const float* up, int64_t n) {
+  if (fn == FfnActivation::kGeluTanh) {
+    gelu_tanh_mul_inplace(gate, up, n);
+  } else {
+    silu_mul_inplace(gate, up, n);
+  }
+}
+
+void gated_q8(FfnActivation fn, const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down, const float* x,
                int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool, int bits) {
   const int64_t n_ff = w_gate.n_out;
   // The calling thread's buffers, reused from call to call; the pool's threads reach them through
@@ -25,7 +33,7 @@ void swiglu_q8(const WeightMatrix& w_gate, const WeightMatrix& w_up, const Weigh
     if (r0 == r1) return;
     q8_matvec_rows(kernel, w_gate, in, gate, r0, r1);
     q8_matvec_rows(kernel, w_up, in, up, r0, r1);
-    for (int64_t t = 0; t < n_tok; ++t) silu_mul_inplace(gate + t * n_ff + r0, up + t * n_ff + r0, r1 - r0);
+    for (int64_t t = 0; t < n_tok; ++t) gated_mul(fn, gate + t * n_ff + r0, up + t * n_ff + r0, r1 - r0);
     quantize_q8_columns(gate, r0, r1, product, kernel);
   });
   const MatmulJob down[] = {{&w_down, y}};
@@ -34,23 +42,24 @@ void swiglu_q8(const WeightMatrix& w_gate, const WeightMatrix& w_up, const Weigh
 
 }  // namespace
 
-void swiglu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down, const float* x,
-                int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool, MatmulActivations act) {
+void gated_ffn(FfnActivation fn, const WeightMatrix& w_gate, const WeightMatrix& w_up, const WeightMatrix& w_down,
+               const float* x, int64_t n_tok, float* gate, float* up, float* y, ThreadPool& pool,
+               MatmulActivations act) {
   if (w_up.n_in != w_gate.n_in || w_up.n_out != w_gate.n_out || w_down.n_in != w_gate.n_out ||
       w_down.n_out != w_gate.n_in) {
-    fail(ErrorKind::kInvalidArgument, "swiglu_ffn: gate {} x {}, up {} x {} and down {} x {} do not fit", w_gate.n_out,
+    fail(ErrorKind::kInvalidArgument, "gated_ffn: gate {} x {}, up {} x {} and down {} x {} do not fit", w_gate.n_out,
          w_gate.n_in, w_up.n_out, w_up.n_in, w_down.n_out, w_down.n_in);
   }
   const int bits = matmul_activation_bits(act, n_tok, w_gate);
   if (n_tok > 0 && bits != 0 && matmul_activation_bits(act, n_tok, w_up) == bits &&
       matmul_activation_bits(act, n_tok, w_down) == bits) {
-    return swiglu_q8(w_gate, w_up, w_down, x, n_tok, gate, up, y, pool, bits);
+    return gated_q8(fn, w_gate, w_up, w_down, x, n_tok, gate, up, y, pool, bits);
   }
   const MatmulJob gate_up[] = {{&w_gate, gate}, {&w_up, up}};
   matmul_many(gate_up, x, n_tok, pool, act);
   const int64_t n_ff = w_gate.n_out;
   over_tokens(pool, n_tok, [&](int64_t t0, int64_t t1) {
-    silu_mul_inplace(gate + t0 * n_ff, up + t0 * n_ff, (t1 - t0) * n_ff);
+    gated_mul(fn, gate + t0 * n_ff, up + t0 * n_ff, (t1 - t0) * n_ff);
   });
   matmul(w_down, gate, n_tok, y, pool, act);
 }

@@ -20,8 +20,10 @@ uint16_t narrow(KvType t, float x) { return t == KvType::kF16 ? f32_to_fp16(x) :
 
 // Compares flash-style attention with the two-pass double-precision oracle on random data, with
 // keys at gapped positions (as a compressed cache holds them) and queries after or among them.
+// With a sliding window, keys at every position and the queries on the last n_tok of them (a
+// window layer's prefill chunk).
 void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, uint32_t seed,
-           KvType type = KvType::kF32) {
+           KvType type = KvType::kF32, int32_t window = 0) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<Head> heads(n_kv);
@@ -29,7 +31,7 @@ void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, ui
   for (auto& h : heads) {
     int32_t p = 0;
     for (int j = 0; j < n_keys; ++j) {
-      p += 1 + static_cast<int32_t>(rng() % 3);
+      p += window > 0 ? 1 : 1 + static_cast<int32_t>(rng() % 3);
       h.pos.push_back(p);
       for (int i = 0; i < d; ++i) {
         h.k.push_back(2.0f * nd(rng));
@@ -39,12 +41,12 @@ void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, ui
   }
   for (auto& h : heads) {
     if (type == KvType::kF32) {
-      views.push_back({n_keys, h.k.data(), h.v.data(), h.pos.data()});
+      views.push_back({n_keys, h.k.data(), h.v.data(), h.pos.data(), type, window});
       continue;
     }
     for (float x : h.k) h.k16.push_back(narrow(type, x));
     for (float x : h.v) h.v16.push_back(narrow(type, x));
-    views.push_back({n_keys, h.k16.data(), h.v16.data(), h.pos.data(), type});
+    views.push_back({n_keys, h.k16.data(), h.v16.data(), h.pos.data(), type, window});
   }
   std::vector<float> q(static_cast<size_t>(n_tok) * n_head * d);
   for (float& x : q) x = nd(rng);
@@ -52,7 +54,7 @@ void check(int n_head, int n_kv, int d, int n_keys, int n_tok, int n_threads, ui
   int32_t max_first = 0;
   for (auto& h : heads) max_first = std::max(max_first, h.pos[0]);
   std::vector<int32_t> qpos(n_tok);
-  for (int t = 0; t < n_tok; ++t) qpos[t] = max_first + t * 3;
+  for (int t = 0; t < n_tok; ++t) qpos[t] = window > 0 ? n_keys - n_tok + t + 1 : max_first + t * 3;
 
   std::vector<float> out(q.size()), ref(q.size());
   ThreadPool pool(n_threads);
@@ -73,6 +75,24 @@ TEST(Attention, MatchesReferenceOverShapes) {
           check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
           check(6, 3, d, n_keys, n_tok, 2, seed + 2000);
           ++seed;
+        }
+      }
+    }
+  });
+}
+
+// A sliding window (a query sees the last `window` positions) on every path: decode (1 token),
+// attention_few (up to 16) and the token tiles, with windows inside a key block, on a block's
+// edge and wider than the keys.
+TEST(Attention, SlidingWindowMatchesReference) {
+  test::for_each_target([] {
+    uint32_t seed = 500;
+    for (int32_t window : {1, 7, 64, 100, 1000}) {
+      for (int n_keys : {40, 300}) {
+        for (int n_tok : {1, 3, 16, 40}) {
+          if (n_tok > n_keys) continue;
+          check(8, 2, 64, n_keys, n_tok, 2, seed++, KvType::kF32, window);
+          check(4, 1, 256, n_keys, n_tok, 2, seed++, KvType::kF16, window);
         }
       }
     }
@@ -216,6 +236,24 @@ TEST(Attention, CausalMaskHidesLaterKeys) {
   ThreadPool pool(1);
   attention(q.data(), &qp, 1, 1, d, {&view, 1}, out.data(), pool);
   EXPECT_EQ(out, (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(Attention, SlidingWindowHidesOlderKeys) {
+  // One head, keys at positions 0, 1 and 2, a window of 2: a query at position 2 sees keys 1 and
+  // 2 only, and with equal scores averages their values; every path agrees.
+  const int d = 4;
+  std::vector<float> k(3 * d, 0.0f);
+  std::vector<float> v = {100, 100, 100, 100, 1, 2, 3, 4, 3, 4, 5, 6};
+  std::vector<int32_t> pos = {0, 1, 2};
+  const KvHeadView view{3, k.data(), v.data(), pos.data(), KvType::kF32, 2};
+  std::vector<float> q = {1, 1, 1, 1};
+  int32_t qp = 2;
+  std::vector<float> out(4), ref(4);
+  ThreadPool pool(1);
+  attention(q.data(), &qp, 1, 1, d, {&view, 1}, out.data(), pool);
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5}));
+  attention_reference(q.data(), &qp, 1, 1, d, {&view, 1}, ref.data());
+  EXPECT_EQ(ref, out);
 }
 
 }  // namespace

@@ -46,17 +46,23 @@ struct Ffn {
     down.rows8 = on ? down8.data() : nullptr;
   }
 
-  std::vector<float> run(const std::vector<float>& x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) const {
+  std::vector<float> run(const std::vector<float>& x, int64_t n_tok, ThreadPool& pool, MatmulActivations act,
+                         FfnActivation fn = FfnActivation::kSilu) const {
     std::vector<float> g(static_cast<size_t>(n_tok * gate.n_out)), u(g.size()), y(x);
-    swiglu_ffn(gate, up, down, y.data(), n_tok, g.data(), u.data(), y.data(), pool, act);  // y = x in place
+    gated_ffn(fn, gate, up, down, y.data(), n_tok, g.data(), u.data(), y.data(), pool, act);  // y = x in place
     return y;
   }
 
-  std::vector<float> unfused(const std::vector<float>& x, int64_t n_tok, ThreadPool& pool, MatmulActivations act) const {
+  std::vector<float> unfused(const std::vector<float>& x, int64_t n_tok, ThreadPool& pool, MatmulActivations act,
+                             FfnActivation fn = FfnActivation::kSilu) const {
     std::vector<float> g(static_cast<size_t>(n_tok * gate.n_out)), u(g.size()), y(x.size());
     const MatmulJob jobs[] = {{&gate, g.data()}, {&up, u.data()}};
     matmul_many(jobs, x.data(), n_tok, pool, act);
-    silu_mul_inplace(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    if (fn == FfnActivation::kGeluTanh) {
+      gelu_tanh_mul_inplace(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    } else {
+      silu_mul_inplace(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    }
     matmul(down, g.data(), n_tok, y.data(), pool, act);
     return y;
   }
@@ -144,6 +150,8 @@ TEST(SwigluFfn, MatchesTheExactFeedForwardAndTheUnfusedOps) {
         for (ThreadPool* pool : {&pool1, &pool2, &pool3}) {
           for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8, MatmulActivations::kQ16}) {
             EXPECT_EQ(f.run(x, n_tok, *pool, act), f.unfused(x, n_tok, *pool, act)) << pool->size() << " threads";
+            const FfnActivation gelu = FfnActivation::kGeluTanh;
+            EXPECT_EQ(f.run(x, n_tok, *pool, act, gelu), f.unfused(x, n_tok, *pool, act, gelu)) << pool->size();
           }
         }
       }
@@ -157,9 +165,9 @@ TEST(SwigluFfn, ShapesThatDoNotFitAreRejected) {
   const Ffn f(GgmlType::Q4_1, 64, 96, rng);
   std::vector<float> x(64), g(96), u(96), y(64);
   for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8, MatmulActivations::kQ16}) {
-    EXPECT_THROW(swiglu_ffn(f.gate, f.down, f.down, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
-    EXPECT_THROW(swiglu_ffn(f.gate, f.up, f.gate, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
-    EXPECT_THROW(swiglu_ffn(f.gate, f.up, f.down, x.data(), -1, g.data(), u.data(), y.data(), pool, act), Error);
+    EXPECT_THROW(gated_ffn(FfnActivation::kSilu, f.gate, f.down, f.down, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
+    EXPECT_THROW(gated_ffn(FfnActivation::kSilu, f.gate, f.up, f.gate, x.data(), 1, g.data(), u.data(), y.data(), pool, act), Error);
+    EXPECT_THROW(gated_ffn(FfnActivation::kSilu, f.gate, f.up, f.down, x.data(), -1, g.data(), u.data(), y.data(), pool, act), Error);
   }
 }
 

@@ -146,5 +146,30 @@ TEST(SwiGlu, MatchesDoubleOnEveryTarget) {
   });
 }
 
+// GeGLU's gate against GELU's tanh form in double (the kernel computes it through exp), on
+// every target, over the same range and a NaN.
+TEST(GeGlu, MatchesTheTanhFormOnEveryTarget) {
+  test::for_each_target([] {
+    std::vector<float> gate, up;
+    for (int i = 0; i < 131; ++i) {
+      gate.push_back(-120.0f + 1.1f * static_cast<float>(i));
+      up.push_back(0.5f + 0.01f * static_cast<float>(i));
+    }
+    gate[17] = std::nanf("");
+    std::vector<float> y = gate;
+    gelu_tanh_mul_inplace(y.data(), up.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (i == 17) {
+        EXPECT_TRUE(std::isnan(y[i]));
+        continue;
+      }
+      const double g = gate[i];
+      const double want = 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+      // 1 + tanh(u) cancels in double for gates far below 0, to about 1e-16 of g * up.
+      EXPECT_NEAR(y[i], want, 1e-6 * std::abs(want) + 1e-12 * std::abs(g * up[i])) << "gate " << g;
+    }
+  });
+}
+
 }  // namespace
 }  // namespace snapkv
