@@ -197,7 +197,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   t->special_ = std::make_unique<SpecialMatcher>();
   for (int32_t id = 0; id < v.n(); ++id) {
     const TokenType ty = v.type[id];
-    if (special_type(ty)) t->special_->add(v.text[id], id, ty == TokenType::kUserDefined);
+    if (!special_type(ty)) continue;
+    const bool user = ty == TokenType::kUserDefined;
+    if (user && v.model == "llama" && v.text[id].find(' ') != std::string::npos) {
+      // llama.cpp's converter spells these with spaces ("  " in Gemma); HF's tokenizer.json
+      // has them as "▁▁", added tokens matched in the raw text, so that spelling is what is
+      // matched here. Real spaces reach the backend, which matches them after escaping.
+      t->special_->add(tokenizer_detail::spm_escape(v.text[id]), id, true);
+    } else {
+      t->special_->add(v.text[id], id, user);
+    }
   }
   return t;
 }

@@ -2,7 +2,9 @@
 // the text's characters are merged pairwise, always the adjacent pair whose concatenation is the
 // vocabulary piece with the highest score (the leftmost among equals); pieces of type UNUSED are
 // split back into the halves they were merged from, and characters that are no piece fall back
-// to the byte tokens <0xXX> (or the unknown token when those are missing).
+// to the byte tokens <0xXX> (or the unknown token when those are missing). User-defined pieces
+// that hold spaces are matched whole in the escaped text before merging, as sentencepiece's
+// prefix matcher does (Gemma's runs of 2..31 spaces).
 #include <array>
 #include <cstdint>
 #include <queue>
@@ -33,6 +35,15 @@ class SpmBackend final : public Backend {
       const int32_t id = v_.find(fmt::format("<0x{:02X}>", b));
       byte_id_[b] = id >= 0 && v_.type[id] == TokenType::kByte ? id : -1;
     }
+    // llama.cpp's converter stores these with real spaces; the text they must match here is
+    // escaped, so they are known under their "▁" spelling (sentencepiece's).
+    for (int32_t id = 0; id < v_.n(); ++id) {
+      if (v_.type[id] != TokenType::kUserDefined) continue;
+      if (v_.text[id].find(' ') == std::string::npos) continue;
+      std::string escaped = spm_escape(v_.text[id]);
+      escaped_user_.add(escaped, id, true);
+      escaped_id_.emplace(std::move(escaped), id);
+    }
   }
 
   void encode_fragment(std::string_view text, bool first_in_run,
@@ -40,13 +51,7 @@ class SpmBackend final : public Backend {
     std::string s;
     s.reserve(text.size() + 3 + text.size() / 4);
     if (v_.add_space_prefix && first_in_run) s += kSpace;
-    for (char c : text) {
-      if (c == ' ') {
-        s += kSpace;
-      } else {
-        s += c;
-      }
-    }
+    s += spm_escape(text);
     Sequence session(*this, s);
     session.run(out);
   }
@@ -109,6 +114,14 @@ class SpmBackend final : public Backend {
     return out;
   }
 
+  // The id of a piece of escaped text, or -1.
+  int32_t lookup(std::string_view piece) const {
+    const int32_t id = v_.find(piece);
+    if (id >= 0 || escaped_id_.empty()) return id;
+    auto it = escaped_id_.find(piece);
+    return it == escaped_id_.end() ? -1 : it->second;
+  }
+
   // The byte a <0xXX> token stands for, or -1 when its text is not of that form.
   int byte_of(int32_t id) const {
     const std::string& t = v_.text[id];
@@ -130,12 +143,19 @@ class SpmBackend final : public Backend {
     Sequence(const SpmBackend& b, std::string_view s) : b_(b), s_(s) {}
 
     void run(std::vector<int32_t>& out) {
-      for (size_t i = 0; i < s_.size();) {
-        const size_t n = utf8_char_len(s_, i);
+      auto add_symbol = [&](size_t start, size_t len) {
         const auto idx = static_cast<int32_t>(sym_.size());
-        sym_.push_back(Symbol{i, n, idx - 1, -1});
+        sym_.push_back(Symbol{start, len, idx - 1, -1});
         if (idx > 0) sym_[idx - 1].next = idx;
-        i += n;
+      };
+      for (size_t i = 0; i < s_.size();) {
+        // Characters up to the next user-defined piece, then that piece as one symbol.
+        const auto m = b_.escaped_user_.empty() ? SpecialMatcher::Match{s_.size(), 0, -1}
+                                                : b_.escaped_user_.find(s_, i, true);
+        for (; i < m.pos; i += utf8_char_len(s_, i)) add_symbol(i, utf8_char_len(s_, i));
+        if (m.len == 0) break;
+        add_symbol(m.pos, m.len);
+        i = m.pos + m.len;
       }
       for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym_.size()); ++i) add_bigram(i, i + 1);
       while (!agenda_.empty()) {
@@ -173,7 +193,7 @@ class SpmBackend final : public Backend {
 
     void add_bigram(int32_t left, int32_t right) {
       const std::string_view piece = s_.substr(sym_[left].start, sym_[left].len + sym_[right].len);
-      const int32_t id = b_.v_.find(piece);
+      const int32_t id = b_.lookup(piece);
       if (id < 0 || !mergeable(b_.v_.type[id])) return;
       agenda_.push(Bigram{b_.v_.score[id], left, right, piece.size()});
       if (b_.v_.type[id] == TokenType::kUnused) {
@@ -183,7 +203,7 @@ class SpmBackend final : public Backend {
     }
 
     void resegment(std::string_view piece, std::vector<int32_t>& out) const {
-      const int32_t id = b_.v_.find(piece);
+      const int32_t id = b_.lookup(piece);
       if (id >= 0 && mergeable(b_.v_.type[id])) {
         auto it = rev_merge_.find(piece);
         if (b_.v_.type[id] != TokenType::kUnused || it == rev_merge_.end()) {
@@ -214,9 +234,24 @@ class SpmBackend final : public Backend {
 
   const Vocab& v_;
   std::array<int32_t, 256> byte_id_{};
+  SpecialMatcher escaped_user_;  // user-defined pieces with spaces, "▁"-spelled
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> escaped_id_;
 };
 
 }  // namespace
+
+std::string spm_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 4);
+  for (char c : text) {
+    if (c == ' ') {
+      out += kSpace;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 std::unique_ptr<Backend> make_spm_backend(const Vocab& vocab) {
   return std::make_unique<SpmBackend>(vocab);

@@ -63,6 +63,9 @@ class Backend {
 std::unique_ptr<Backend> make_bpe_backend(const Vocab& vocab, const GgufFile& gguf);
 std::unique_ptr<Backend> make_spm_backend(const Vocab& vocab);
 
+// SentencePiece's escaping: every space becomes U+2581 "▁".
+std::string spm_escape(std::string_view text);
+
 // Leftmost-longest matcher over the special and user-defined token texts (a byte trie).
 class SpecialMatcher {
  public:

@@ -145,6 +145,72 @@ TEST(TokenizerHF, Qwen2) { check_fixture("tokenizer_qwen2.json", 100); }
 TEST(TokenizerHF, Gpt2) { check_fixture("tokenizer_gpt2.json", 100); }
 TEST(TokenizerHF, LlamaSpm) { check_fixture("tokenizer_llama_spm.json", 100); }
 
+// Gemma 3's 262,144-token SentencePiece vocabulary, from the real model (scripts/setup.sh
+// downloads it; when it is missing, gemma3_model_path() fails the test).
+constexpr const char* kGemma3 = "models/gemma-3-270m-q4_k_m.gguf";
+
+bool have_gemma3() { return std::filesystem::exists(test::gemma3_model_path()); }
+
+TEST(TokenizerHF, Gemma3) {
+  if (!have_gemma3()) return;
+  check_fixture("tokenizer_gemma3.json", 200);
+  // Decoding round-trips wherever HF's does, and so do the streamed pieces.
+  const auto fx = fixture("tokenizer_gemma3.json");
+  const Tokenizer* tok = tokenizer_for(kGemma3);
+  if (tok == nullptr || !fx.contains("cases")) return;
+  size_t round_trips = 0;
+  for (const auto& c : fx["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    if (c["decoded"].get<std::string>() != text) continue;
+    ++round_trips;
+    const auto ids = tok->encode(text, false, true);
+    EXPECT_EQ(tok->decode(ids, true), text);
+    std::string pieces;
+    for (int32_t id : ids) pieces += tok->token_piece(id);
+    EXPECT_EQ(pieces, text) << "token_piece concatenation of " << show(text);
+  }
+  EXPECT_GE(round_trips, 200u);
+}
+
+TEST(Tokenizer, Gemma3Rules) {
+  if (!have_gemma3()) return;
+  const Tokenizer* tok = tokenizer_for(kGemma3);
+  if (tok == nullptr) return;
+  EXPECT_EQ(tok->kind(), TokenizerKind::kSpm);
+  EXPECT_EQ(tok->n_vocab(), 262144);
+  EXPECT_TRUE(tok->add_bos());
+  EXPECT_EQ(tok->bos_id(), 2);
+  EXPECT_EQ(tok->eos_id(), 1);
+  EXPECT_EQ(tok->pad_id(), 0);
+  EXPECT_EQ(tok->unk_id(), 3);
+  const int32_t eot = tok->find_token("<end_of_turn>");
+  EXPECT_EQ(eot, 106);
+  EXPECT_EQ(tok->eot_id(), eot);
+  EXPECT_TRUE(tok->is_eog(eot));
+  EXPECT_TRUE(tok->is_eog(1));
+  EXPECT_FALSE(tok->is_eog(tok->find_token("<start_of_turn>")));
+  // No space prefix: "Hello" is not "▁Hello".
+  const auto hello = tok->encode("Hello", true);
+  ASSERT_EQ(hello.size(), 2u);
+  EXPECT_EQ(hello[0], 2);
+  EXPECT_EQ(tok->token_text(hello[1]), "Hello");
+  // Runs of spaces are user-defined pieces of at most 31 spaces, taken longest first.
+  EXPECT_EQ(tok->encode(std::string(33, ' '), false), (std::vector<int32_t>{167, 138}));
+
+  // Arbitrary UTF-8 round-trips unless it holds "▁" (decoded as a space, as HF does).
+  std::mt19937 rng(99);
+  const char* atoms[] = {" ", "\t", "\n", "a", "Z", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x99\x82",
+                         "<", ">", "<end_of_turn>", "<td>", "\xC2\xA0", "1", "'", "\x01"};
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string s;
+    for (uint32_t k = rng() % 40; k > 0; --k) s += atoms[rng() % std::size(atoms)];
+    for (bool special : {false, true}) {
+      const auto ids = tok->encode(s, false, special);
+      EXPECT_EQ(tok->decode(ids, true), s) << show(s) << " parse_special=" << special;
+    }
+  }
+}
+
 const Tokenizer* smollm2() { return tokenizer_for("models/SmolLM2-135M-Instruct.Q4_1.gguf"); }
 
 TEST(Tokenizer, SmolLM2Specials) {

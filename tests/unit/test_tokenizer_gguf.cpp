@@ -157,6 +157,26 @@ TEST(TokenizerSpm, SpacePrefixPerFragment) {
   EXPECT_TRUE(t.encode("", false).empty());
 }
 
+TEST(TokenizerSpm, UserDefinedSpaceRuns) {
+  // Gemma's runs of spaces: user-defined pieces that llama.cpp's converter writes with real
+  // spaces. They are taken whole, longest first, in the escaped text (as sentencepiece does);
+  // written with "▁" in the text they match there already (HF's added tokens).
+  SpmVocab v;
+  v.add(kSp, -1);
+  const int32_t a = v.add("a", -2), b = v.add("b", -3), spb = v.add(kSp + "b", -4);
+  const int32_t s2 = v.add("  ", -1000, 4), s3 = v.add("   ", -1000, 4);
+  const auto built = build(v.writer(false));
+  const Tokenizer& t = *built.tok;
+  for (bool special : {true, false}) {
+    EXPECT_EQ(t.encode("a  b", false, special), (std::vector<int32_t>{a, s2, b}));
+    EXPECT_EQ(t.encode("a    b", false, special), (std::vector<int32_t>{a, s3, spb}));
+    EXPECT_EQ(t.encode(kSp + kSp + " b", false, special), (std::vector<int32_t>{s2, spb}));
+    EXPECT_EQ(t.encode(kSp + " b", false, special), (std::vector<int32_t>{s2, b}));
+  }
+  EXPECT_EQ(t.decode(std::vector<int32_t>{a, s3, spb}), "a    b");
+  EXPECT_EQ(t.token_piece(s2), "  ");
+}
+
 GgufWriter bpe_writer(const std::vector<std::string>& extra_tokens,
                       const std::vector<std::string>& merges, std::string_view pre) {
   // All 256 byte-level characters, then the extra tokens.

@@ -24,6 +24,11 @@ Inputs: models/SmolLM2-135M-Instruct.Q4_1.gguf and models/vocab/ggml-vocab-{llam
 gpt-2,llama-spm}.gguf (+ .inp/.out), both put there by the setup script in scripts/.
 Outputs: tests/fixtures/tokenizer_smollm2.json, tokenizer_llama_bpe.json, tokenizer_qwen2.json,
 tokenizer_gpt2.json, tokenizer_llama_spm.json, tokenizer_chat_templates.json.
+
+Gemma 3 (models/gemma-3-270m-q4_k_m.gguf from scripts/download_model.sh gemma3) is a separate
+run, since only transformers 5 reads that GGUF (tools/reference/.venv has it):
+    tools/reference/.venv/bin/python tools/reference/make_tokenizer_fixture.py --only gemma3
+It writes tests/fixtures/tokenizer_gemma3.json (see load_gemma3 for what is restored).
 """
 import argparse
 import json
@@ -36,38 +41,40 @@ import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# transformers 4.x reads GGUF only when torch is importable, although tokenizer loading with
-# return_tensors=False never uses it.
-import transformers.modeling_gguf_pytorch_utils as _gguf_utils  # noqa: E402
-
-_gguf_utils.is_torch_available = lambda: True
-
-import transformers.integrations.ggml as _ggml  # noqa: E402
-from tokenizers import Regex, Tokenizer, pre_tokenizers  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, pre_tokenizers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
-# transformers rebuilds SentencePiece merges with `piece in tokens` on a Python list (quadratic:
-# hours for 32000 pieces). Same answer, set-backed membership.
-_orig_skeleton_init = _ggml.GGUFTokenizerSkeleton.__init__
+try:
+    # transformers 4.x reads GGUF only when torch is importable, although tokenizer loading with
+    # return_tensors=False never uses it.
+    import transformers.modeling_gguf_pytorch_utils as _gguf_utils
+    import transformers.integrations.ggml as _ggml
+    _skeleton = _ggml.GGUFTokenizerSkeleton
+except (ImportError, AttributeError):  # transformers 5 (make_gemma3 only): neither is needed
+    _skeleton = None
 
+if _skeleton is not None:
+    _gguf_utils.is_torch_available = lambda: True
 
-class _FastList(list):
-    def __init__(self, items):
-        super().__init__(items)
-        self._set = set(items)
+    # transformers rebuilds SentencePiece merges with `piece in tokens` on a Python list
+    # (quadratic: hours for 32000 pieces). Same answer, set-backed membership.
+    _orig_skeleton_init = _skeleton.__init__
 
-    def __contains__(self, x):
-        return x in self._set
+    class _FastList(list):
+        def __init__(self, items):
+            super().__init__(items)
+            self._set = set(items)
 
+        def __contains__(self, x):
+            return x in self._set
 
-def _skeleton_init(self, dict_):
-    if "tokens" in dict_ and "merges" not in dict_:
-        dict_ = dict(dict_)
-        dict_["tokens"] = _FastList(dict_["tokens"])
-    _orig_skeleton_init(self, dict_)
+    def _skeleton_init(self, dict_):
+        if "tokens" in dict_ and "merges" not in dict_:
+            dict_ = dict(dict_)
+            dict_["tokens"] = _FastList(dict_["tokens"])
+        _orig_skeleton_init(self, dict_)
 
-
-_ggml.GGUFTokenizerSkeleton.__init__ = _skeleton_init
+    _skeleton.__init__ = _skeleton_init
 
 # The pre-tokenizers of the original repositories' tokenizer.json, keyed by tokenizer.ggml.pre.
 # transformers' GGUF converter replaces every byte-level one with a plain GPT-2 ByteLevel.
@@ -338,46 +345,156 @@ def make_vocab(out_dir, name, fixture_name, specials):
                   header_for(f"models/vocab/{path.name}", hf, meta), cases)
 
 
-def check_spm(tk, path):
-    """HF (transformers' SentencePiece-to-BPE conversion) against sentencepiece itself."""
+def gguf_vocab(path):
+    """(tokens, scores, token types) as the GGUF stores them."""
     import gguf
-    import sentencepiece as spm
-    from sentencepiece import sentencepiece_model_pb2 as pb
-
-    r = gguf.GGUFReader(str(path))
-    f = r.fields
+    f = gguf.GGUFReader(str(path)).fields
     tokens = [bytes(f["tokenizer.ggml.tokens"].parts[i]).decode("utf-8")
               for i in f["tokenizer.ggml.tokens"].data]
     scores = [float(f["tokenizer.ggml.scores"].parts[i][0]) for i in f["tokenizer.ggml.scores"].data]
     types = [int(f["tokenizer.ggml.token_type"].parts[i][0])
              for i in f["tokenizer.ggml.token_type"].data]
+    return tokens, scores, types
+
+
+def spm_processor(tokens, scores, types, add_dummy_prefix):
+    """The `sentencepiece` library on a BPE model proto rebuilt from a GGUF vocabulary."""
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
     m = pb.ModelProto()
     m.trainer_spec.model_type = pb.TrainerSpec.BPE
     m.trainer_spec.byte_fallback = True
     m.trainer_spec.vocab_size = len(tokens)
     m.normalizer_spec.name = "identity"
-    m.normalizer_spec.add_dummy_prefix = True
+    m.normalizer_spec.add_dummy_prefix = add_dummy_prefix
     m.normalizer_spec.remove_extra_whitespaces = False
     m.normalizer_spec.escape_whitespaces = True
     for t, s, ty in zip(tokens, scores, types):
         p = m.pieces.add()
         p.piece, p.score, p.type = t, s, ty
-    sp = spm.SentencePieceProcessor(model_proto=m.SerializeToString())
-    vectors = llama_cpp_vectors(path)
+    return spm.SentencePieceProcessor(model_proto=m.SerializeToString())
+
+
+def spm_disagreements(sp, tk, texts, tokens, types):
+    """Texts on which sentencepiece and the HF tokenizer give different ids (printed)."""
     # sentencepiece never matches control tokens in text; HF does (added tokens), so strings
     # that contain one are left to HF alone.
     controls = [t for t, ty in zip(tokens, types) if ty in (2, 3)]
-    texts = [t for t, _ in vectors] + base_strings()
     texts = [t for t in texts if not any(c in t for c in controls)]
     bad = [t for t in texts if sp.encode(t) != encode(tk, t)]
     print(f"  sentencepiece agrees with HF on {len(texts) - len(bad)}/{len(texts)} strings")
     for t in bad[:5]:
         print(f"    MISMATCH {t!r}: spm {sp.encode(t)} hf {encode(tk, t)}")
+    return bad
+
+
+def check_spm(tk, path):
+    """HF (transformers' SentencePiece-to-BPE conversion) against sentencepiece itself."""
+    tokens, scores, types = gguf_vocab(path)
+    sp = spm_processor(tokens, scores, types, add_dummy_prefix=True)
+    vectors = llama_cpp_vectors(path)
+    bad = spm_disagreements(sp, tk, [t for t, _ in vectors] + base_strings(), tokens, types)
     vec_bad = [t for t, want in vectors if encode(tk, t) != want]
     print(f"  llama.cpp test vectors: {len(vectors) - len(vec_bad)}/{len(vectors)} agree")
     if bad or vec_bad:
         sys.exit(f"{path.name}: references disagree")
     return [t for t, _ in vectors]
+
+
+def load_gemma3(path):
+    """Gemma 3's tokenizer as its original tokenizer.json has it (transformers' GemmaConverter
+    output: normalizer Replace(" ", "▁"), no pre-tokenizer, BPE with byte fallback and merges
+    ordered by the sentencepiece scores, every control and user-defined piece an added token with
+    normalized=False), rebuilt from what transformers 5 makes of the GGUF. Returns the rebuilt
+    tokenizer, transformers' tokenizer, its backend as it is, a sentencepiece processor on the
+    same pieces and (pieces, token types)."""
+    from transformers.tokenization_utils_base import generate_merges
+
+    hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    tokens, scores, types = gguf_vocab(path)
+    # The GGUF spells the user-defined space runs with real spaces and gives every control and
+    # user-defined piece the score -1000 (llama.cpp's converter); sentencepiece writes "▁" runs
+    # and score 0 for those.
+    pieces = ["\u2581" * len(t) if ty == 4 and t and not t.strip(" ") else t
+              for t, ty in zip(tokens, types)]
+    spm_scores = [0.0 if ty in (3, 4) else s for s, ty in zip(scores, types)]
+    backend = json.loads(hf.backend_tokenizer.to_str())
+    vocab = {t: i for i, t in enumerate(pieces)}
+    assert backend["model"]["vocab"] == vocab, "transformers spelled the vocabulary differently"
+    # transformers 5 orders the merges by token position; the score-0 space runs then merge in
+    # another order than in the original, which shows on runs of more than 31 spaces.
+    backend["model"]["merges"] = [list(m) for m in generate_merges(vocab, dict(zip(pieces,
+                                                                                spm_scores)))]
+    backend["pre_tokenizer"] = None  # Split(" ") after Replace(" ", "▁") is a no-op anyway
+    backend["post_processor"] = None
+    tk = Tokenizer.from_str(json.dumps(backend))
+    # transformers 5 adds the user-defined pieces under the GGUF's spelling, so "  ".."▁"*31
+    # are missing (they matter for text that holds "▁" itself).
+    have = {a["content"] for a in backend["added_tokens"]}
+    tk.add_tokens([AddedToken(p, normalized=False, special=False)
+                   for p, ty in zip(pieces, types) if ty == 4 and p not in have])
+    sp = spm_processor(pieces, spm_scores, types, add_dummy_prefix=False)
+    plain = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+    plain.post_processor = None
+    return tk, hf, plain, sp, (pieces, types)
+
+
+def gemma3_strings():
+    specials = [
+        "<start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n",
+        "<bos><start_of_turn>user\nWrite a haiku.<end_of_turn>\n<start_of_turn>model\nSure:\n",
+        "text<eos>more", "<end_of_turn><end_of_turn>", " <start_of_turn> spaced <end_of_turn> ",
+        "<start_of_turn", "<start_of_turn>>", "<<end_of_turn>", "<pad><unk><mask>",
+        "<unused0> and <unused6241>", "<start_of_image><end_of_image>", "[multimodal]",
+        "<table><tr><td>cell</td></tr></table>", "<h1>Title</h1>\n<p>para</p>",
+        "<START_OF_TURN> not special", "<start_of_turn>model\n  indented\n\tand tabbed",
+    ]
+    runs = ([" " * n for n in (4, 8, 16, 30, 31, 32, 33, 45, 62, 63, 64, 100)] +
+            ["\t" * n for n in (2, 5, 31, 32, 40)] + ["\n" * n for n in (4, 31, 32, 47)] +
+            ["a" + " " * n + "b" for n in (2, 3, 31, 32, 45, 64)] +
+            ["x" + "\t" * n + "y" for n in (1, 3, 33)] + ["x" + "\n" * n + "y" for n in (2, 40)] +
+            [" \n  \n   \t\t x", "x  \t  y", " \t \t", "\n \n \n", "\t\n\t\n", "\r\n\r\n",
+             "if x:\n\tif y:\n\t\treturn 1\n", "def f():\n        return 1\n",
+             "    four\n        eight\n            twelve", "▁▁▁ literal", "▁ ▁", " ▁", "x▁▁y",
+             "▁" * 40])
+    cjk_emoji = ["我爱北京天安门。", "東京都の天気は晴れです", "こんにちは世界", "안녕하세요 세계",
+                 "繁體中文與简体中文", "𠜎𠜱𠝹 rare CJK", "🤖🚀✨", "😀 😃\t😄\n😁", "🇯🇵🇰🇷🇨🇳",
+                 "emoji👍🏻👍🏼👍🏽👍🏾👍🏿skin", "❤️‍🔥 ❤︎ ❤", "ascii😀中文mixed한국어"]
+    return specials + runs + cjk_emoji
+
+
+def gemma3_fuzz(n, seed):
+    """Random mixtures weighted to whitespace runs, byte-fallback characters and specials."""
+    rnd = random.Random(seed)
+    atoms = [" ", "  ", "   ", " " * 31, "\t", "\t\t", "\n", "\n\n", "\r", "a", "the", "Word", "é",
+             "日本", "中", "🙂", "🦙", "\u2581", "\u00a0", "\u3000", "\u0301", "\x00", "\x7f",
+             "<start_of_turn>", "<end_of_turn>", "<td>", "<", ">", "1", "234", ".", "'", "\"", "{", "}",
+             "\U0001f1fa\U0001f1f8", "\uffff", "\U0010fffd", "ÿ", "~"]
+    return ["".join(rnd.choice(atoms) for _ in range(rnd.randint(1, 30))) for _ in range(n)]
+
+
+def make_gemma3(out_dir):
+    """Gemma 3 (models/gemma-3-270m-q4_k_m.gguf, scripts/download_model.sh gemma3); needs
+    transformers 5 (tools/reference/.venv), whose GGUF loader knows the architecture."""
+    path = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
+    print(path.name)
+    tk, hf, plain_tk, sp, (pieces, types) = load_gemma3(path)
+    meta = gguf_meta(path)
+    texts = (base_strings() + gemma3_strings() + essay_strings() + fuzz_strings(40, 3) +
+             gemma3_fuzz(60, 4))
+    seen = set()
+    texts = [t for t in texts if not (t in seen or seen.add(t))]
+    diff = [t for t in texts if encode(plain_tk, t) != encode(tk, t)]
+    print(f"  transformers' own GGUF conversion differs from the original pipeline on {len(diff)}"
+          f" of {len(texts)} strings: {diff[:3]!r}")
+    # HF matches the "▁" runs (added tokens) in the raw text, sentencepiece after spaces became
+    # "▁": the two differ where a literal "▁" meets a space, so those strings are HF's alone.
+    if spm_disagreements(sp, tk, [t for t in texts if "\u2581" not in t], pieces, types):
+        sys.exit(f"{path.name}: references disagree")
+    cases = [case_entry(tk, t, with_plain=True) for t in texts]
+    write_fixture(out_dir / "tokenizer_gemma3.json",
+                  header_for("models/gemma-3-270m-q4_k_m.gguf", hf, meta), cases)
 
 
 def make_chat(out_dir, hf_smollm):
@@ -414,8 +531,13 @@ def make_chat(out_dir, hf_smollm):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out-dir", default=str(ROOT / "tests" / "fixtures"))
+    ap.add_argument("--only", choices=["gemma3"],
+                    help="write only this fixture (gemma3 needs transformers 5, the others 4.x)")
     args = ap.parse_args()
     out_dir = pathlib.Path(args.out_dir)
+    if args.only == "gemma3":
+        make_gemma3(out_dir)
+        return
     hf_smollm, _ = make_smollm2(out_dir)
     make_vocab(out_dir, "llama-bpe", "tokenizer_llama_bpe.json",
                ["<|begin_of_text|>Hello<|eot_id|>", "<|start_header_id|>user<|end_header_id|>\n\nHi",
