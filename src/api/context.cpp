@@ -105,7 +105,7 @@ std::vector<Session> load_contexts(const Model& model, const std::string& path, 
       fail(ErrorKind::kOutOfRange, "{} holds {} tokens; the context of {} leaves no room for a question", path,
            f->tokens().size(), s.n_ctx());
     }
-    s.impl().seq.adopt(f->cache(), f->tokens(), f->logits(), f->windows());
+    s.impl().seq.adopt(f->cache(model.impl().decoder->hparams().layer_window), f->tokens(), f->logits(), f->windows());
     sessions.push_back(std::move(s));
   }
   if (info) *info = info_of(*f);

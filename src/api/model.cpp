@@ -81,7 +81,12 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   impl->tokenizer_fingerprint = gguf_tokenizer_fingerprint(*impl->file);
   impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations});
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
-  impl->chat_template = chat_template_from_jinja(impl->file->get_string("tokenizer.chat_template", ""));
+  const std::string_view jinja = impl->file->get_string("tokenizer.chat_template", "");
+  impl->chat_template = chat_template_from_jinja(jinja);
+  // A Gemma base model's GGUF has no template; its turns are still Gemma's.
+  if (jinja.empty() && impl->decoder->hparams().arch.starts_with("gemma")) {
+    impl->chat_template.kind = ChatTemplateKind::kGemma;
+  }
   const int n_threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl->pool = std::make_unique<ThreadPool>(n_threads);

@@ -14,6 +14,8 @@ int PromptCache::serves(const Entry& e, std::span<const int32_t> prompt) {
   if (prompt.size() < 2) return 0;
   const size_t shared = std::min(common_prefix(held, prompt), prompt.size() - 1);
   if (e.seq->compressor() && shared < held.size()) return 0;
+  // A prefix whose sliding-window entries were dropped as the state grew past it serves nothing.
+  if (shared < held.size() && !e.seq->kv().can_resume_at(static_cast<int32_t>(shared))) return 0;
   return static_cast<int>(shared);
 }
 

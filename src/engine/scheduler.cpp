@@ -179,7 +179,7 @@ size_t BatchScheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt
   const ModelHparams& h = model_.hparams();
   const int stored = press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head : h.n_head_kv;
   const size_t entry = 2 * static_cast<size_t>(h.head_dim) * kv_type_size(opt_.kv_type) + sizeof(int32_t);
-  return static_cast<size_t>(kv_entries_bound(press, h.n_layer, n_prompt, n_generate)) * stored * entry;
+  return static_cast<size_t>(kv_entries_bound(press, h.layer_window, n_prompt, n_generate)) * stored * entry;
 }
 
 std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* rejected) {

@@ -38,7 +38,7 @@ class Observer final : public LayerObserver {
 Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options)
     : model_(model), n_ctx_(n_ctx), pool_(pool),
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
-          replication(model, options.press)) {
+          replication(model, options.press), model.hparams().layer_window) {
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
   const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
@@ -183,6 +183,9 @@ void Sequence::truncate(int n, std::span<const float> next_logits) {
     fail(ErrorKind::kInvalidArgument, "truncate: {} logits, the vocabulary has {}", next_logits.size(),
          model_.hparams().n_vocab);
   }
+  if (!kv_.can_resume_at(n)) {
+    fail(ErrorKind::kInvalidArgument, "truncate: the sliding-window layers no longer hold the entries before {}", n);
+  }
   kv_.drop_from(n);
   if (compressor_) compressor_->drop_from(n);
   if (window_) window_->drop_from(n);
@@ -193,15 +196,18 @@ void Sequence::truncate(int n, std::span<const float> next_logits) {
 size_t Sequence::kv_full_bytes() const {
   const ModelHparams& h = model_.hparams();
   const size_t n = static_cast<size_t>(n_past()) + (pass_ ? pass_tokens_.size() : 0);
-  return n * h.n_layer * h.n_head_kv * kv_.entry_bytes();
+  // A sliding-window layer needs its window only, compressed or not.
+  size_t entries = 0;
+  for (const int32_t w : h.layer_window) entries += w > 0 ? std::min(n, static_cast<size_t>(w)) : n;
+  return entries * h.n_head_kv * kv_.entry_bytes();
 }
 
 void Sequence::adopt(KvCache cache, std::span<const int32_t> tokens, std::span<const float> last_logits,
                      std::span<const WindowQueries> windows) {
   check_idle();
   if (cache.n_layer() != kv_.n_layer() || cache.n_head() != kv_.n_head() || cache.head_dim() != kv_.head_dim() ||
-      cache.type() != kv_.type()) {
-    fail(ErrorKind::kInvalidArgument, "adopt: the cache's shape or type differs from the session's");
+      cache.type() != kv_.type() || cache.windows() != kv_.windows()) {
+    fail(ErrorKind::kInvalidArgument, "adopt: the cache's shape, type or windows differ from the session's");
   }
   if (tokens.empty() || tokens.size() > static_cast<size_t>(n_ctx_)) {
     fail(ErrorKind::kInvalidArgument, "adopt: {} tokens for a context of {}", tokens.size(), n_ctx_);
@@ -246,12 +252,20 @@ std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "prefix_copy: the session has a press");
   if (n < 1 || n > n_past()) fail(ErrorKind::kInvalidArgument, "prefix_copy: {} of {} tokens", n, n_past());
+  if (!kv_.can_resume_at(n)) {
+    fail(ErrorKind::kInvalidArgument, "prefix_copy: the sliding-window layers no longer hold the entries before {}", n);
+  }
   auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), PressConfig{}});
   s->kv_ = kv_;
-  std::vector<int32_t> first(static_cast<size_t>(n));
-  std::iota(first.begin(), first.end(), 0);
   for (int il = 0; il < kv_.n_layer(); ++il) {
-    for (int ih = 0; ih < kv_.n_head(); ++ih) s->kv_.keep(il, ih, first);
+    // The entries at positions below n (all of a global layer's first n; a window layer's last ones).
+    for (int ih = 0; ih < kv_.n_head(); ++ih) {
+      const KvHeadView h = kv_.layer(il)[ih];
+      const auto end = std::lower_bound(h.pos, h.pos + h.n, n) - h.pos;
+      std::vector<int32_t> idx(static_cast<size_t>(end));
+      std::iota(idx.begin(), idx.end(), 0);
+      s->kv_.keep(il, ih, idx);
+    }
     WindowQueries w = window_->window(il);
     const size_t row = w.pos.empty() ? 0 : w.q.size() / w.pos.size();
     size_t kept = 0;

@@ -98,7 +98,7 @@ PromptCache::Hit StateStore::find(const std::string& key, std::span<const int32_
       auto seq = std::make_unique<Sequence>(model, n_ctx, pool, options);
       const std::vector<int32_t>& held = f->tokens();
       if (held.size() > static_cast<size_t>(n_ctx)) continue;
-      seq->adopt(f->cache(), held, f->logits(), m.pressed ? std::span<const WindowQueries>{} : f->windows());
+      seq->adopt(f->cache(model.hparams().layer_window), held, f->logits(), m.pressed ? std::span<const WindowQueries>{} : f->windows());
       PromptCache one;
       one.put(key, std::move(seq));
       PromptCache::Hit hit = one.take(key, prompt, kBlock);

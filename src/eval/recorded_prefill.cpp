@@ -9,7 +9,8 @@ namespace snapkv {
 RecordedPrefill::RecordedPrefill(const Decoder& model, KvType type, int64_t window, bool observed, ThreadPool& pool)
     : model_(&model),
       pool_(&pool),
-      full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type),
+      full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type, 1,
+            model.hparams().layer_window),
       recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {}
 
 RecordedPrefill::RecordedPrefill(const Decoder& model, std::span<const int32_t> tokens, KvType type, int64_t window,

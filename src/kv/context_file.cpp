@@ -367,8 +367,8 @@ int64_t ContextFile::entries() const {
   return n;
 }
 
-KvCache ContextFile::cache() const {
-  KvCache kv(meta_.n_layer, meta_.n_head_kv, meta_.head_dim, meta_.kv_type, meta_.replicate);
+KvCache ContextFile::cache(std::vector<int32_t> layer_windows) const {
+  KvCache kv(meta_.n_layer, meta_.n_head_kv, meta_.head_dim, meta_.kv_type, meta_.replicate, std::move(layer_windows));
   for (int il = 0; il < meta_.n_layer; ++il) {
     const auto& heads = layers_[static_cast<size_t>(il)];
     std::vector<std::vector<int32_t>> pos;

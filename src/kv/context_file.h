@@ -79,7 +79,7 @@ class ContextFile {
   const std::vector<WindowQueries>& windows() const { return windows_; }  // empty when not saved
   int64_t entries() const;
   // The cache it holds (the entries are copied out of the mapping).
-  KvCache cache() const;
+  KvCache cache(std::vector<int32_t> layer_windows) const;
 
  private:
   ContextFile() = default;

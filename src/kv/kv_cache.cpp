@@ -9,18 +9,22 @@
 
 namespace snapkv {
 
-KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvType type, int replicate)
+KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvType type, int replicate, std::vector<int32_t> windows)
     : n_layer_(n_layer), n_head_kv_(n_head_kv), head_dim_(head_dim), replicate_(replicate),
       n_head_(n_head_kv * replicate), type_(type), row_bytes_(head_dim * kv_type_size(type)),
-      views_(static_cast<size_t>(n_layer) * n_head_) {
+      windows_(std::move(windows)), views_(static_cast<size_t>(n_layer) * n_head_) {
   if (replicate < 1) fail(ErrorKind::kInvalidArgument, "KV cache: replicate must be >= 1, got {}", replicate);
+  if (windows_.empty()) windows_.assign(n_layer, 0);
+  if (windows_.size() != static_cast<size_t>(n_layer)) {
+    fail(ErrorKind::kInvalidArgument, "KV cache: {} windows for {} layers", windows_.size(), n_layer);
+  }
   clear();
 }
 
 KvCache::KvCache(const KvCache& other)
     : n_layer_(other.n_layer_), n_head_kv_(other.n_head_kv_), head_dim_(other.head_dim_),
       replicate_(other.replicate_), n_head_(other.n_head_), type_(other.type_), row_bytes_(other.row_bytes_),
-      views_(other.views_.size()) {
+      windows_(other.windows_), views_(other.views_.size()) {
   layers_.reserve(other.layers_.size());
   for (const Layer& o : other.layers_) {
     Layer& l = layers_.emplace_back(layout(o.cap));
@@ -90,12 +94,21 @@ void KvCache::append(int il, int64_t n_tok, const float* k, const float* v, cons
     if (!p.empty() && n_tok > 0 && pos[0] <= p.back()) {
       fail(ErrorKind::kInternal, "KV cache: position {} appended after {}", pos[0], p.back());
     }
-    const size_t n_new = p.size() + static_cast<size_t>(n_tok);
+    size_t n_new = p.size() + static_cast<size_t>(n_tok);
+    // A window layer: the new tokens' queries see nothing before pos[0] - (window - 1). Dropped
+    // only when the room is full, so entries move once per many appends, not at every token.
+    if (n_new > l.cap[ih] && windows_[il] > 0 && n_tok > 0) {
+      drop_before(l, ih, pos[0] - (windows_[il] - 1));
+      n_new = p.size() + static_cast<size_t>(n_tok);
+    }
     if (n_new > l.cap[ih]) {
       // Geometric growth by 1.25 (amortized O(1)) with less slack than doubling: after a
       // compression the cache holds C entries, and decoding should not reserve another C.
+      // A window layer's room stops at what its window needs.
       if (cap.empty()) cap = l.cap;
-      cap[ih] = std::max(n_new, l.cap[ih] + l.cap[ih] / 4 + 64);
+      size_t grown = l.cap[ih] + l.cap[ih] / 4 + 64;
+      if (windows_[il] > 0) grown = std::min(grown, static_cast<size_t>(windows_[il] - 1 + n_tok));
+      cap[ih] = std::max(n_new, grown);
     }
   }
   if (!cap.empty()) reserve(l, cap);
@@ -115,7 +128,7 @@ std::span<const KvHeadView> KvCache::layer(int il) const {
   const Layer& l = layers_[il];
   for (int ih = 0; ih < n_head_; ++ih) {
     out[ih] = KvHeadView{static_cast<int64_t>(l.pos[ih].size()), key_row(l, ih, 0), value_row(l, ih, 0),
-                         l.pos[ih].data(), type_};
+                         l.pos[ih].data(), type_, windows_[il]};
   }
   return {out, static_cast<size_t>(n_head_)};
 }
@@ -144,10 +157,32 @@ void KvCache::keep(int il, int ih, std::span<const int32_t> idx) {
   reserve(l, cap);
 }
 
+void KvCache::drop_before(Layer& l, int ih, int32_t pos) const {
+  std::vector<int32_t>& p = l.pos[ih];
+  const size_t n = static_cast<size_t>(std::lower_bound(p.begin(), p.end(), pos) - p.begin());
+  if (n == 0) return;
+  const size_t rest = p.size() - n;
+  std::memmove(key_row(l, ih, 0), key_row(l, ih, n), rest * row_bytes_);
+  std::memmove(value_row(l, ih, 0), value_row(l, ih, n), rest * row_bytes_);
+  p.erase(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
 void KvCache::drop_from(int32_t pos) {
   for (Layer& l : layers_) {
     for (std::vector<int32_t>& p : l.pos) p.erase(std::lower_bound(p.begin(), p.end(), pos), p.end());
   }
+}
+
+bool KvCache::can_resume_at(int32_t pos) const {
+  for (int il = 0; il < n_layer_; ++il) {
+    if (windows_[il] <= 0 || pos == 0) continue;
+    // A window layer's positions are consecutive, so its first one tells.
+    const int32_t lo = std::max(0, pos - (windows_[il] - 1));
+    for (const std::vector<int32_t>& p : layers_[il].pos) {
+      if (p.empty() || p.front() > lo) return false;
+    }
+  }
+  return true;
 }
 
 void KvCache::set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,
@@ -169,9 +204,13 @@ void KvCache::set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span
 
 int64_t KvCache::entries() const {
   int64_t n = 0;
-  for (const Layer& l : layers_) {
-    for (const std::vector<int32_t>& p : l.pos) n += static_cast<int64_t>(p.size());
-  }
+  for (int il = 0; il < n_layer_; ++il) n += entries_in_layer(il);
+  return n;
+}
+
+int64_t KvCache::entries_in_layer(int il) const {
+  int64_t n = 0;
+  for (const std::vector<int32_t>& p : layers_[il].pos) n += static_cast<int64_t>(p.size());
   return n;
 }
 

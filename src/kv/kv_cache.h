@@ -18,7 +18,11 @@ class KvCache final : public KvStore {
  public:
   // replicate > 1 stores every KV head that many times, one copy per query head of its group, so
   // each query head can keep its own entries (SnapKV's per_query_head mode, as the official code).
-  KvCache(int n_layer, int n_head_kv, int head_dim, KvType type = KvType::kF16, int replicate = 1);
+  // windows[il] > 0 (ModelHparams::layer_window): layer il is a sliding-window layer, whose
+  // queries see only the last windows[il] positions; it drops older entries as it appends, so it
+  // holds at most windows[il] - 1 entries plus the largest append. Empty: every layer sees all.
+  KvCache(int n_layer, int n_head_kv, int head_dim, KvType type = KvType::kF16, int replicate = 1,
+          std::vector<int32_t> windows = {});
   KvCache(const KvCache& other);
   KvCache& operator=(const KvCache& other);
   KvCache(KvCache&&) noexcept = default;
@@ -34,6 +38,9 @@ class KvCache final : public KvStore {
   // Drops every entry at position >= pos (the newest ones: each head's positions ascend), keeping
   // the memory for the next appends: speculative decoding's rejected drafts.
   void drop_from(int32_t pos);
+  // Whether, after drop_from(pos), every sliding-window layer still holds all that a query at
+  // pos sees (it drops older entries as it grows, so a state cut far back may lack them).
+  bool can_resume_at(int32_t pos) const;
   // Replaces layer il's entries: stored head ih gets the positions pos[ih] and that many key and
   // value rows of this cache's type from keys[ih] and values[ih] (any alignment; a context file).
   void set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span<const uint8_t* const> keys,
@@ -43,10 +50,13 @@ class KvCache final : public KvStore {
   int n_head() const { return n_head_; }  // stored heads per layer: n_head_kv * replicate
   int head_dim() const { return head_dim_; }
   int replicate() const { return replicate_; }
+  int32_t window(int il) const { return windows_[il]; }
+  const std::vector<int32_t>& windows() const { return windows_; }
   KvType type() const { return type_; }
   int64_t head_size(int il, int ih) const { return static_cast<int64_t>(layers_[il].pos[ih].size()); }
-  // Entries over all layers and heads.
+  // Entries over all layers and heads, and over the heads of one layer.
   int64_t entries() const;
+  int64_t entries_in_layer(int il) const;
   // Bytes of the stored entries (keys, values and positions): the figure reported to users.
   size_t bytes() const;
   // Bytes allocated for them (growth headroom included).
@@ -96,10 +106,13 @@ class KvCache final : public KvStore {
   // Moves layer l's entries into a buffer with room for cap[h] entries per head (each >= its count).
   void reserve(Layer& l, const std::vector<size_t>& cap) const;
   void store_row(const float* src, uint8_t* dst) const;
+  // Drops head ih's entries at positions below `pos`, keeping its room.
+  void drop_before(Layer& l, int ih, int32_t pos) const;
 
   int n_layer_, n_head_kv_, head_dim_, replicate_, n_head_;
   KvType type_;
   size_t row_bytes_;
+  std::vector<int32_t> windows_;           // [n_layer]
   std::vector<Layer> layers_;              // [n_layer]
   mutable std::vector<KvHeadView> views_;  // [n_layer * n_head], refreshed by layer()
 };

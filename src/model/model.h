@@ -1,6 +1,7 @@
 #pragma once
-// An architecture is a forward pass over ops with weights viewed in place from a GGUF file.
-// New architectures implement Decoder in one file and add one line to the registry (registry.cpp).
+// A model is a forward pass over ops with weights viewed in place from a GGUF file. Architectures
+// share one decoder (transformer.h); each declares what differs in one file and one line of the
+// registry (registry.cpp).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,10 +28,17 @@ struct ModelHparams {
   int n_vocab = 0;
   int n_ctx_train = 0;
   float rms_eps = 1e-5f;
-  RopeParams rope;
+  RopeParams rope;  // of the global layers
+  // Per layer: the sliding attention window (a query sees the last `window` positions; its KV
+  // cache needs no more), 0 for a layer that sees the whole context.
+  std::vector<int32_t> layer_window;
 };
 
 enum class LogitsMode { kNone, kLast, kAll };
+
+// Tokens per chunk inside a layer during prefill: the largest append to a KV cache but for
+// batched decode's rows of at most kMaxRowTokens.
+inline constexpr int64_t kPrefillChunk = 256;
 
 // Choices made when a model is loaded.
 struct DecoderOptions {

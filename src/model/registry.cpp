@@ -5,25 +5,27 @@
 
 #include <fmt/format.h>
 
-#include "model/model.h"
+#include "model/transformer.h"
 #include "util/error.h"
 
 namespace snapkv {
 
-std::unique_ptr<Decoder> make_llama(const GgufFile& file, const DecoderOptions& options);
+void describe_llama(const GgufFile& f, const ModelHparams& h, ArchSpec& spec);
+void describe_gemma3(const GgufFile& f, const ModelHparams& h, ArchSpec& spec);
 
 namespace {
 struct Entry {
   std::string_view arch;
-  std::unique_ptr<Decoder> (*make)(const GgufFile&, const DecoderOptions&);
+  DescribeArch describe;
 };
-// GGUF architecture names served by each implementation.
+// GGUF architecture names and what each declares (transformer.h).
 constexpr std::array kRegistry = {
-    Entry{"llama", make_llama},
-    Entry{"mistral", make_llama},
-    Entry{"qwen2", make_llama},
-    Entry{"qwen3", make_llama},
-    Entry{"phi3", make_llama},
+    Entry{"llama", describe_llama},
+    Entry{"mistral", describe_llama},
+    Entry{"qwen2", describe_llama},
+    Entry{"qwen3", describe_llama},
+    Entry{"phi3", describe_llama},
+    Entry{"gemma3", describe_gemma3},
 };
 }  // namespace
 
@@ -36,7 +38,7 @@ std::vector<std::string> decoder_architectures() {
 std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options) {
   const std::string_view arch = file.get_string("general.architecture");
   for (const auto& e : kRegistry) {
-    if (e.arch == arch) return e.make(file, options);
+    if (e.arch == arch) return make_transformer(file, options, e.describe);
   }
   fail(ErrorKind::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", file.path(), arch,
        fmt::join(decoder_architectures(), ", "));

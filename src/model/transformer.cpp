@@ -1,7 +1,8 @@
-// Llama-family decoder (GGUF archs llama, mistral, qwen2, qwen3, phi3): RMSNorm, RoPE, grouped-query
-// attention with optional QKV bias (qwen2) and per-head query/key RMSNorm (qwen3), SwiGLU
-// feed-forward, optionally tied output embeddings. Fused QKV and gate/up matrices (phi3) are viewed
-// as the separate matrices they hold.
+// The shared decoder (transformer.h): RMSNorm, RoPE, grouped-query attention (over the whole
+// context or a sliding window) with optional QKV bias (qwen2) and per-head query/key RMSNorm
+// (qwen3, gemma3), optional norms after the attention and feed-forward outputs (gemma3), a gated
+// feed-forward (SwiGLU or GeGLU), optionally tied output embeddings. Fused QKV and gate/up
+// matrices (phi3) are viewed as the separate matrices they hold.
 //
 // Prefill is layer-major: all tokens pass through layer l before layer l+1 starts, so a layer's
 // keys and values are complete when it finishes (what SnapKV needs to compress it at once).
@@ -12,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/model.h"
+#include "model/transformer.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/ffn.h"
@@ -26,8 +27,6 @@
 
 namespace snapkv {
 namespace {
-
-constexpr int64_t kChunk = 256;  // tokens per chunk inside a layer
 
 // Activations of one chunk, allocated once per forward call and reused by every layer and chunk.
 // Cache-line aligned: a decode matvec loads its input in whole vectors, and a load split across
@@ -43,16 +42,18 @@ struct Scratch {
 };
 
 struct Layer {
+  LayerSpec spec;
   std::vector<float> attn_norm, ffn_norm;   // [n_embd]
+  std::vector<float> post_attn_norm, post_ffn_norm;  // optional [n_embd], on the outputs (gemma3)
   WeightMatrix wq, wk, wv, wo;              // [n_head*d, n_embd], [n_kv*d, n_embd] x2, [n_embd, n_head*d]
   std::vector<float> bq, bk, bv;            // optional biases (qwen2)
   std::vector<float> q_norm, k_norm;        // optional per-head RMSNorm weights [head_dim] (qwen3)
   WeightMatrix w_gate, w_up, w_down;        // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
-class Llama final : public Decoder {
+class Transformer final : public Decoder {
  public:
-  Llama(const GgufFile& f, const DecoderOptions& options);
+  Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe);
   size_t weight_bytes() const override { return weight_bytes_; }
   std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              KvStore& kv, LogitsMode mode, std::vector<float>& logits,
@@ -62,19 +63,23 @@ class Llama final : public Decoder {
   // The pieces of a layer and of the output, shared by forward passes and batched decoding.
   // Embeddings of tokens into x [n, n_embd].
   void embed(std::span<const int32_t> tokens, float* x) const;
-  // RoPE's angles of the tokens at these positions, for project_qkv.
-  RopeAngles angles(std::span<const int32_t> positions) const {
-    return rope_angles(inv_freq_, positions.data(), static_cast<int64_t>(positions.size()), hp_.rope.mscale());
+  // RoPE's angles of the tokens at these positions, per rope of the spec, for project_qkv.
+  std::vector<RopeAngles> angles(std::span<const int32_t> positions) const {
+    std::vector<RopeAngles> a;
+    for (size_t i = 0; i < ropes_.size(); ++i) {
+      a.push_back(rope_angles(inv_freq_[i], positions.data(), static_cast<int64_t>(positions.size()), ropes_[i].mscale()));
+    }
+    return a;
   }
   // Norm, Q/K/V projections and RoPE of n rows of x, the tokens first .. first + n - 1 of rot,
   // into s.q, s.k, s.v.
-  void project_qkv(int il, const float* x, const RopeAngles& rot, int64_t first, int64_t n, Scratch& s,
+  void project_qkv(int il, const float* x, const std::vector<RopeAngles>& rot, int64_t first, int64_t n, Scratch& s,
                    ThreadPool& pool) const;
   // Output projection of s.o and the feed-forward block, both added to x.
   void finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const;
   // One chunk of tokens of one sequence through layer il: n tokens at positions pos, the tokens
   // first .. first + n - 1 of rot; x [n, n_embd] is updated in place.
-  void layer_chunk(int il, float* x, const int32_t* pos, const RopeAngles& rot, int64_t first, int64_t n,
+  void layer_chunk(int il, float* x, const int32_t* pos, const std::vector<RopeAngles>& rot, int64_t first, int64_t n,
                    KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const;
   // Final norm and output matrix on n rows of x.
   void output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const;
@@ -89,26 +94,29 @@ class Llama final : public Decoder {
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   AlignedVector<uint8_t> rows8_;  // the interleaved copies that WeightMatrix::rows8 point to
-  std::vector<double> inv_freq_;
+  std::vector<RopeParams> ropes_;
+  std::vector<std::vector<double>> inv_freq_;  // per rope
+  FfnActivation ffn_ = FfnActivation::kSilu;
+  float embed_scale_ = 1;
   size_t weight_bytes_ = 0;
 };
 
 // A forward call over one sequence, one (layer, chunk) piece per step: layer-major, so each layer
 // holds every token's keys and values when layer_done is called.
-class LlamaPass final : public ForwardPass {
+class TransformerPass final : public ForwardPass {
  public:
-  LlamaPass(const Llama& m, std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
+  TransformerPass(const Transformer& m, std::span<const int32_t> tokens, std::span<const int32_t> positions, KvStore& kv,
             LogitsMode mode, std::vector<float>& logits, ThreadPool& pool, LayerObserver* observer)
       : m_(m), positions_(positions), kv_(kv), mode_(mode), logits_(logits), pool_(pool), observer_(observer),
         n_(static_cast<int64_t>(tokens.size())), x_(n_ * m.hparams().n_embd),
-        rot_(m.angles(positions)), scratch_(m.hparams(), std::min(kChunk, n_)) {
+        rot_(m.angles(positions)), scratch_(m.hparams(), std::min(kPrefillChunk, n_)) {
     m.embed(tokens, x_.data());
   }
 
   bool step() override {
     const int64_t e = m_.hparams().n_embd;
     if (il_ < m_.hparams().n_layer && n_ > 0) {
-      const int64_t c = std::min(kChunk, n_ - c0_);
+      const int64_t c = std::min(kPrefillChunk, n_ - c0_);
       m_.layer_chunk(il_, x_.data() + c0_ * e, positions_.data() + c0_, rot_, c0_, c, kv_, scratch_, pool_, observer_);
       c0_ += c;
       if (c0_ < n_) return false;
@@ -127,7 +135,7 @@ class LlamaPass final : public ForwardPass {
   }
 
  private:
-  const Llama& m_;
+  const Transformer& m_;
   std::span<const int32_t> positions_;
   KvStore& kv_;
   LogitsMode mode_;
@@ -136,13 +144,13 @@ class LlamaPass final : public ForwardPass {
   LayerObserver* observer_;
   int64_t n_;
   std::vector<float> x_;  // residual stream [n, n_embd]
-  RopeAngles rot_;        // of every token
+  std::vector<RopeAngles> rot_;  // of every token, per rope
   Scratch scratch_;
   int il_ = 0;
   int64_t c0_ = 0;
 };
 
-WeightMatrix Llama::load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out) {
+WeightMatrix Transformer::load_matrix(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out) {
   const GgufTensor& t = f.tensor(name);
   if (t.ne[0] != n_in || t.n_rows() != n_out) {
     fail(ErrorKind::kBadFile, "{}: tensor '{}' has shape [{}, {}], expected [{}, {}]", f.path(), name,
@@ -157,14 +165,14 @@ WeightMatrix Llama::load_matrix(const GgufFile& f, const std::string& name, int6
   return WeightMatrix{t.type, t.data, n_in, n_out, ggml_row_bytes(info, n_in)};
 }
 
-WeightMatrix Llama::rows_of(const WeightMatrix& w, int64_t first, int64_t n) {
+WeightMatrix Transformer::rows_of(const WeightMatrix& w, int64_t first, int64_t n) {
   WeightMatrix part = w;
   part.data = w.data + static_cast<size_t>(first) * w.row_bytes;
   part.n_out = n;
   return part;
 }
 
-std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required) {
+std::vector<float> Transformer::load_vector(const GgufFile& f, const std::string& name, int64_t n, bool required) {
   if (!required && !f.find_tensor(name)) return {};
   const WeightMatrix w = load_matrix(f, name, n, 1);
   std::vector<float> out(n);
@@ -172,7 +180,7 @@ std::vector<float> Llama::load_vector(const GgufFile& f, const std::string& name
   return out;
 }
 
-Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
+Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe) {
   opts_ = options;
   ModelHparams& h = hp_;
   h.arch = std::string(f.get_string("general.architecture"));
@@ -202,8 +210,7 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   output_ = f.find_tensor("output.weight") ? load_matrix(f, "output.weight", h.n_embd, h.n_vocab) : tok_embd_;
 
   RopeParams& r = h.rope;
-  // GGUF llama files hold Q/K rows permuted for rotation of adjacent pairs; the others rotate halves.
-  r.mode = h.arch == "llama" || h.arch == "mistral" ? RopeMode::kNormal : RopeMode::kNeox;
+  r.mode = RopeMode::kNeox;
   r.n_rot = static_cast<int>(f.get_uint(a + "rope.dimension_count", h.head_dim));
   if (r.n_rot <= 0 || r.n_rot > h.head_dim || r.n_rot % 2 != 0) {
     fail(ErrorKind::kBadFile, "{}: rope dimension {} does not fit head dimension {}", f.path(), r.n_rot, h.head_dim);
@@ -225,15 +232,28 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   if (!(r.freq_base > 1) || !(r.freq_scale > 0) || (r.yarn && r.n_ctx_orig <= 0) || !(r.attn_factor > 0)) {
     fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
   }
-  inv_freq_ = r.inv_freq();
+
+  ArchSpec spec;
+  spec.ropes = {r};
+  spec.layers.resize(h.n_layer);
+  describe(f, h, spec);
+  ropes_ = spec.ropes;
+  for (const RopeParams& rp : ropes_) inv_freq_.push_back(rp.inv_freq());
+  r = ropes_[0];
+  ffn_ = spec.ffn;
+  embed_scale_ = spec.embed_scale;
 
   const int64_t d = h.head_dim, e = h.n_embd;
   layers_.resize(h.n_layer);
   for (int il = 0; il < h.n_layer; ++il) {
     Layer& L = layers_[il];
+    L.spec = spec.layers[il];
+    h.layer_window.push_back(L.spec.window);
     const std::string p = "blk." + std::to_string(il) + ".";
     L.attn_norm = load_vector(f, p + "attn_norm.weight", e, true);
     L.ffn_norm = load_vector(f, p + "ffn_norm.weight", e, true);
+    L.post_attn_norm = load_vector(f, p + "post_attention_norm.weight", e, false);
+    L.post_ffn_norm = load_vector(f, p + "post_ffw_norm.weight", e, false);
     const int64_t nq = h.n_head * d, nkv = h.n_head_kv * d;
     if (f.find_tensor(p + "attn_qkv.weight")) {
       const WeightMatrix qkv = load_matrix(f, p + "attn_qkv.weight", e, nq + 2 * nkv);
@@ -306,17 +326,21 @@ Llama::Llama(const GgufFile& f, const DecoderOptions& options) {
   }
 }
 
-void Llama::embed(std::span<const int32_t> tokens, float* x) const {
+void Transformer::embed(std::span<const int32_t> tokens, float* x) const {
   const ModelHparams& h = hp_;
   for (size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= h.n_vocab) {
       fail(ErrorKind::kInvalidArgument, "token id {} is outside the vocabulary of {}", tokens[t], h.n_vocab);
     }
-    get_row(tok_embd_, tokens[t], x + t * h.n_embd);
+    float* row = x + t * h.n_embd;
+    get_row(tok_embd_, tokens[t], row);
+    if (embed_scale_ != 1) {
+      for (int i = 0; i < h.n_embd; ++i) row[i] *= embed_scale_;
+    }
   }
 }
 
-void Llama::project_qkv(int il, const float* x, const RopeAngles& rot, int64_t first, int64_t n, Scratch& s,
+void Transformer::project_qkv(int il, const float* x, const std::vector<RopeAngles>& rot, int64_t first, int64_t n, Scratch& s,
                         ThreadPool& pool) const {
   const ModelHparams& h = hp_;
   const Layer& L = layers_[il];
@@ -337,27 +361,38 @@ void Llama::project_qkv(int il, const float* x, const RopeAngles& rot, int64_t f
       rms_norm(q, L.q_norm.data(), q, (t1 - t0) * h.n_head, h.head_dim, h.rms_eps);
       rms_norm(k, L.k_norm.data(), k, (t1 - t0) * h.n_head_kv, h.head_dim, h.rms_eps);
     }
-    rope(s.q.data() + t0 * nq, rot, first + t0, t1 - t0, h.n_head, h.head_dim, h.rope.mode);
-    rope(s.k.data() + t0 * nkv, rot, first + t0, t1 - t0, h.n_head_kv, h.head_dim, h.rope.mode);
+    const RopeAngles& a = rot[L.spec.rope];
+    const RopeMode mode = ropes_[L.spec.rope].mode;
+    rope(s.q.data() + t0 * nq, a, first + t0, t1 - t0, h.n_head, h.head_dim, mode);
+    rope(s.k.data() + t0 * nkv, a, first + t0, t1 - t0, h.n_head_kv, h.head_dim, mode);
   });
 }
 
-void Llama::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const {
+void Transformer::finish_layer(int il, float* x, int64_t n, Scratch& s, ThreadPool& pool) const {
   const ModelHparams& h = hp_;
   const Layer& L = layers_[il];
   const int64_t e = h.n_embd;
   float* hn = s.hn.data();
+  // x += hn, normed first where the layer norms its outputs (gemma3).
+  const auto add_output = [&](const std::vector<float>& post_norm) {
+    if (!post_norm.empty()) {
+      over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
+        rms_norm(hn + t0 * e, post_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
+      });
+    }
+    add_inplace(x, hn, n * e);
+  };
   matmul(L.wo, s.o.data(), n, hn, pool, opts_.decode_activations);
-  add_inplace(x, hn, n * e);
+  add_output(L.post_attn_norm);
 
   over_tokens(pool, n, [&](int64_t t0, int64_t t1) {
     rms_norm(x + t0 * e, L.ffn_norm.data(), hn + t0 * e, t1 - t0, e, h.rms_eps);
   });
-  swiglu_ffn(L.w_gate, L.w_up, L.w_down, hn, n, s.gate.data(), s.up.data(), hn, pool, opts_.decode_activations);
-  add_inplace(x, hn, n * e);
+  gated_ffn(ffn_, L.w_gate, L.w_up, L.w_down, hn, n, s.gate.data(), s.up.data(), hn, pool, opts_.decode_activations);
+  add_output(L.post_ffn_norm);
 }
 
-void Llama::layer_chunk(int il, float* x, const int32_t* pos, const RopeAngles& rot, int64_t first, int64_t n,
+void Transformer::layer_chunk(int il, float* x, const int32_t* pos, const std::vector<RopeAngles>& rot, int64_t first, int64_t n,
                         KvStore& kv, Scratch& s, ThreadPool& pool, LayerObserver* observer) const {
   const ModelHparams& h = hp_;
   project_qkv(il, x, rot, first, n, s, pool);
@@ -367,7 +402,7 @@ void Llama::layer_chunk(int il, float* x, const int32_t* pos, const RopeAngles& 
   finish_layer(il, x, n, s, pool);
 }
 
-void Llama::output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const {
+void Transformer::output_logits(const float* x, int64_t n, std::vector<float>& logits, ThreadPool& pool) const {
   const ModelHparams& h = hp_;
   AlignedVector<float> hn(n * h.n_embd);
   rms_norm(x, output_norm_.data(), hn.data(), n, h.n_embd, h.rms_eps);
@@ -375,16 +410,16 @@ void Llama::output_logits(const float* x, int64_t n, std::vector<float>& logits,
   matmul(output_, hn.data(), n, logits.data(), pool, opts_.decode_activations);
 }
 
-std::unique_ptr<ForwardPass> Llama::begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+std::unique_ptr<ForwardPass> Transformer::begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                   KvStore& kv, LogitsMode mode, std::vector<float>& logits,
                                                   ThreadPool& pool, LayerObserver* observer) const {
   if (positions.size() != tokens.size()) {
     fail(ErrorKind::kInvalidArgument, "{} tokens but {} positions", tokens.size(), positions.size());
   }
-  return std::make_unique<LlamaPass>(*this, tokens, positions, kv, mode, logits, pool, observer);
+  return std::make_unique<TransformerPass>(*this, tokens, positions, kv, mode, logits, pool, observer);
 }
 
-void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const {
+void Transformer::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const {
   const ModelHparams& h = hp_;
   const int64_t e = h.n_embd, nq = h.n_head * h.head_dim, nkv = h.n_head_kv * h.head_dim;
   // The rows' tokens one after another: row b's are first[b] .. first[b + 1] - 1.
@@ -408,7 +443,7 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
   }
   std::vector<float> x(n * e);  // one residual row per token
   embed(tokens, x.data());
-  const RopeAngles rot = angles(pos);
+  const std::vector<RopeAngles> rot = angles(pos);
   Scratch s(h, n);
   // Every row of one token (the usual batch): their queries and outputs in place when all rows
   // are such, else gathered.
@@ -461,8 +496,8 @@ void Llama::decode_batch(std::span<const DecodeRow> rows, std::vector<float>& lo
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_llama(const GgufFile& file, const DecoderOptions& options) {
-  return std::make_unique<Llama>(file, options);
+std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe) {
+  return std::make_unique<Transformer>(file, options, describe);
 }
 
 }  // namespace snapkv

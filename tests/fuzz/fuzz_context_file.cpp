@@ -16,7 +16,7 @@ void parse(const uint8_t* data, size_t size) {
   using namespace snapkv;
   try {
     const auto f = ContextFile::parse(data, size, "fuzz");
-    const KvCache kv = f->cache();
+    const KvCache kv = f->cache({});
     (void)kv.bytes();
   } catch (const Error&) {
   }

@@ -23,6 +23,16 @@ inline std::string default_model_path() {
   return p;
 }
 
+// Gemma-3-270M (base, Q4_K_M): the second real model, a hybrid of sliding-window and global
+// layers; scripts/setup.sh downloads it too.
+inline std::string gemma3_model_path() {
+  const std::string p = source_dir() + "/models/gemma-3-270m-q4_k_m.gguf";
+  if (!std::filesystem::exists(p)) {
+    ADD_FAILURE() << p << " is missing: run `bash scripts/download_model.sh gemma3` (scripts/setup.sh does)";
+  }
+  return p;
+}
+
 // The evaluation data: $SNAPKV_DATA, else ../shared/data next to the source tree.
 inline std::string data_dir() {
   const char* env = std::getenv("SNAPKV_DATA");

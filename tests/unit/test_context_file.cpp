@@ -127,7 +127,7 @@ TEST(ContextFile, RoundTripsWholeAndPressedCaches) {
         EXPECT_EQ(f->windows()[il].q, s.windows[il].q);
       }
       EXPECT_EQ(f->entries(), s.kv.entries());
-      expect_same_cache(f->cache(), s.kv);
+      expect_same_cache(f->cache(s.kv.windows()), s.kv);
     }
   }
   // No temporary file is left beside the target.

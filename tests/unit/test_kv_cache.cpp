@@ -1,6 +1,7 @@
 // KV cache storage: layout, element types, byte accounting, compaction and replication.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -38,6 +39,43 @@ TEST(KvCache, AppendsPerHeadAndCountsBytes) {
   kv.clear();
   EXPECT_EQ(kv.bytes(), 0u);
   EXPECT_EQ(kv.allocated_bytes(), 0u);
+}
+
+// A sliding-window layer beside a global one: appends of 1 to 40 tokens; the window layer holds
+// every position its next queries can see, and never more than window - 1 plus the largest
+// append; the global layer holds everything.
+TEST(KvCache, WindowLayerKeepsItsWindowInBoundedMemory) {
+  const int32_t window = 16;
+  KvCache kv(2, 1, 2, KvType::kF32, 1, {0, window});
+  int32_t next = 0;
+  int64_t largest = 0;
+  for (int step = 0; step < 60; ++step) {
+    const int64_t n = step % 7 == 3 ? 40 : 1 + step % 3;
+    std::vector<float> k, v;
+    std::vector<int32_t> pos;
+    for (int64_t t = 0; t < n; ++t, ++next) {
+      pos.push_back(next);
+      k.insert(k.end(), {static_cast<float>(next), 0.5f});
+      v.insert(v.end(), {-static_cast<float>(next), 1.5f});
+    }
+    for (int il : {0, 1}) kv.append(il, n, k.data(), v.data(), pos.data());
+    largest = std::max(largest, n);
+    const KvHeadView w = kv.layer(1)[0];
+    EXPECT_EQ(w.window, window);
+    EXPECT_LE(w.n, window - 1 + largest);
+    // The queries just appended see back to pos[0] - (window - 1): all of it is there, in order.
+    const int32_t lo = std::max(0, pos[0] - (window - 1));
+    ASSERT_LE(w.pos[0], lo);
+    for (int64_t j = 1; j < w.n; ++j) ASSERT_EQ(w.pos[j], w.pos[j - 1] + 1);
+    ASSERT_EQ(w.pos[w.n - 1], next - 1);
+    for (int64_t j = 0; j < w.n; ++j) {
+      ASSERT_EQ(at(w, true, j, 0, 2), w.pos[j]);
+      ASSERT_EQ(at(w, false, j, 0, 2), -w.pos[j]);
+    }
+    EXPECT_EQ(kv.layer(0)[0].n, next);
+    EXPECT_EQ(kv.layer(0)[0].window, 0);
+  }
+  EXPECT_ANY_THROW(KvCache(2, 1, 2, KvType::kF32, 1, {0}));
 }
 
 TEST(KvCache, StoresHalfAndBfloatRoundedToNearest) {

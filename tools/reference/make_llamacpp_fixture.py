@@ -67,7 +67,10 @@ def gguf_meta(llm, key: str):
 
 
 def render_chat_template(template: str, messages: list[dict], bos: str, eos: str) -> str:
-    """Render the GGUF's own tokenizer.chat_template the way HF/llama.cpp front ends do."""
+    """Render the GGUF's own tokenizer.chat_template the way HF/llama.cpp front ends do; None
+    for a model without one (a base model such as Gemma-3-270M), whose chat cases are left out."""
+    if not template:
+        return None
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
@@ -265,7 +268,7 @@ def build_cases(llm, essays: Path) -> list[dict]:
             "note": f"first 1000 tokens of shared/data/niah_paulgraham/PaulGrahamEssays/{essay}",
         }
     )
-    return cases
+    return [c for c in cases if c["prompt"] is not None]
 
 
 def main() -> int:

@@ -123,7 +123,7 @@ def main() -> int:
     ppl = math.exp(float(np.mean(nlls)))
     meta = {
         "generator": "tools/reference/make_logits_fixture.py",
-        "implementation": "HF transformers LlamaForCausalLM, GGUF dequantized to fp32 at load",
+        "implementation": f"HF transformers {type(model).__name__}, GGUF dequantized to fp32 at load",
         "versions": versions(["torch", "transformers", "tokenizers", "gguf", "numpy", "accelerate"]),
         "model_file": model_path.name,
         "model_sha256": sha256_file(model_path),
