@@ -44,12 +44,14 @@ struct RunOptions {
 };
 
 // -v: entries kept per layer by the last compression, over all KV heads.
-void print_kept(const Session& session) {
+void print_kept(const Session& session, const ModelInfo& info) {
   const std::vector<LayerKept> kept = session.kept();
   for (size_t il = 0; il < kept.size(); ++il) {
     const LayerKept& k = kept[il];
-    fmt::print(stderr, "layer {:2}: kept {} / {} entries ({:.1f} %)\n", il, k.kept, k.total,
-               100.0 * static_cast<double>(k.kept) / static_cast<double>(std::max<int64_t>(1, k.total)));
+    const int32_t window = il < info.layer_window.size() ? info.layer_window[il] : 0;
+    fmt::print(stderr, "layer {:2}: kept {} / {} entries ({:.1f} %){}\n", il, k.kept, k.total,
+               100.0 * static_cast<double>(k.kept) / static_cast<double>(std::max<int64_t>(1, k.total)),
+               window > 0 ? fmt::format(", sliding window of {}: not pressed", window) : "");
   }
 }
 
@@ -127,7 +129,7 @@ int run_on_context(const RunOptions& o, const Model& model, SessionOptions so, c
     }
   }
   std::fflush(stdout);
-  if (o.verbose) print_kept(sessions[0]);
+  if (o.verbose) print_kept(sessions[0], model.info());
   double prefill_s = 0, decode_s = 0;
   GenerateStats total;
   for (const GenerateStats& s : st) {
@@ -191,8 +193,12 @@ int run(const RunOptions& o) {
   if (n_ctx > hp.n_ctx_train) {
     fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, hp.n_ctx_train);
   }
-  fmt::print(stderr, "model: {} ({}, {} layers, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
-             hp.name, hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
+  const auto n_window = std::count_if(hp.layer_window.begin(), hp.layer_window.end(), [](int32_t w) { return w > 0; });
+  const std::string windows =
+      n_window > 0 ? fmt::format(" of which {} sliding-window (presses compress the other {})", n_window, hp.n_layer - n_window)
+                   : "";
+  fmt::print(stderr, "model: {} ({}, {} layers{}, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
+             hp.name, hp.arch, hp.n_layer, windows, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
   if (on_context) return run_on_context(o, model, so, gp);
 
   // The prompt is the context, then the question (if given) after a blank line, tokenized apart
@@ -258,7 +264,7 @@ int run(const RunOptions& o) {
   }
   fmt::print("\n");
   std::fflush(stdout);
-  if (o.verbose) print_kept(session);
+  if (o.verbose) print_kept(session, model.info());
   print_stats(st, session, hp.weight_bytes, spec_stats(gp.speculation, st));
   return 0;
 }

@@ -40,6 +40,10 @@ struct ModelInfo {
   int n_head = 0, n_head_kv = 0, head_dim = 0;
   int n_vocab = 0;
   int n_ctx_train = 0;      // the context the model was trained for
+  // Per layer: its sliding attention window (a query sees the last `window` positions), 0 for a
+  // layer that sees the whole context. Presses compress only the latter; a window layer's cache
+  // keeps its window.
+  std::vector<int32_t> layer_window;
   size_t weight_bytes = 0;  // weight data used by the forward pass
   // The sampling the model's authors recommend: general.sampling.{temp, top_k, top_p, min_p,
   // penalty_repeat, penalty_last_n} where the file has them, the rest llama.cpp's server defaults

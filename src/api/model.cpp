@@ -103,6 +103,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   info.n_head = hp.n_head;
   info.n_head_kv = hp.n_head_kv;
   info.head_dim = hp.head_dim;
+  info.layer_window = hp.layer_window;
   info.n_vocab = hp.n_vocab;
   info.n_ctx_train = hp.n_ctx_train;
   info.weight_bytes = impl->decoder->weight_bytes();
