@@ -32,14 +32,6 @@ void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* p
 }
 
 void Compressor::layer_done(int il) {
-  // A sliding-window layer keeps its window (the cache drops what falls out of it); presses
-  // compress the layers that see the whole context.
-  if (cache_.window(il) > 0) {
-    recorder_.release(il);
-    const int64_t n = cache_.entries_in_layer(il);
-    kept_[il] = LayerKept{n, n};
-    return;
-  }
   if (compress_) {
     kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)));
     recorder_.release(il);

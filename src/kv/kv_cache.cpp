@@ -204,13 +204,9 @@ void KvCache::set_layer(int il, std::vector<std::vector<int32_t>> pos, std::span
 
 int64_t KvCache::entries() const {
   int64_t n = 0;
-  for (int il = 0; il < n_layer_; ++il) n += entries_in_layer(il);
-  return n;
-}
-
-int64_t KvCache::entries_in_layer(int il) const {
-  int64_t n = 0;
-  for (const std::vector<int32_t>& p : layers_[il].pos) n += static_cast<int64_t>(p.size());
+  for (const Layer& l : layers_) {
+    for (const std::vector<int32_t>& p : l.pos) n += static_cast<int64_t>(p.size());
+  }
   return n;
 }
 

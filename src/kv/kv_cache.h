@@ -54,9 +54,8 @@ class KvCache final : public KvStore {
   const std::vector<int32_t>& windows() const { return windows_; }
   KvType type() const { return type_; }
   int64_t head_size(int il, int ih) const { return static_cast<int64_t>(layers_[il].pos[ih].size()); }
-  // Entries over all layers and heads, and over the heads of one layer.
+  // Entries over all layers and heads.
   int64_t entries() const;
-  int64_t entries_in_layer(int il) const;
   // Bytes of the stored entries (keys, values and positions): the figure reported to users.
   size_t bytes() const;
   // Bytes allocated for them (growth headroom included).

@@ -107,6 +107,9 @@ size_t LayerRecorder::bytes() const {
 LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in) {
   LayerKept k;
   for (const KvHeadView& h : in.kv) k.total += h.n;
+  // A sliding-window layer keeps its window (the cache drops what falls out of it); presses
+  // compress the layers that see the whole context.
+  if (cache.window(il) > 0) return LayerKept{k.total, k.total};
   const Selection sel = press.select(in);
   for (size_t ih = 0; ih < sel.size(); ++ih) cache.keep(il, static_cast<int>(ih), sel[ih]);
   for (const KvHeadView& h : cache.layer(il)) k.kept += h.n;

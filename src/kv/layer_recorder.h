@@ -55,7 +55,8 @@ class LayerRecorder final : public LayerObserver {
   bool extend_ = false;
 };
 
-// Runs the press on layer il of cache with the given input and keeps its selection.
+// Runs the press on layer il of cache with the given input and keeps its selection; a
+// sliding-window layer stays as it is.
 LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in);
 
 }  // namespace snapkv

@@ -11,6 +11,8 @@
 #include <cmath>
 
 #include "engine/sequence.h"
+#include "eval/recorded_prefill.h"
+#include "kv/press.h"
 #include "util/error.h"
 #include "io/gguf.h"
 #include "model/model.h"
@@ -227,6 +229,13 @@ TEST(Gemma3, PressesCompressTheGlobalLayersOnly) {
   }
   s.decode(ids[5]);
   EXPECT_TRUE(std::all_of(s.logits().begin(), s.logits().end(), [](float x) { return std::isfinite(x); }));
+
+  // The same on a recorded prefill pressed afterwards (snapkv eval fidelity, analyze).
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, false, pool);
+  const KvCache c = rec.pressed(*make_press(press));
+  for (int il = 0; il < model.hparams().n_layer; ++il) {
+    EXPECT_EQ(c.layer(il)[0].n, il % 6 == 5 ? 128 : rec.full().layer(il)[0].n) << "layer " << il;
+  }
 }
 
 }  // namespace
