@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything a fresh clone needs: Debian packages, the default model, a Release build.
+# Everything a fresh clone needs: Debian packages, the models (the default and Gemma-3-270M), a Release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
