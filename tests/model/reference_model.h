@@ -81,6 +81,36 @@ inline double log_sum_exp(const float* x, int n) {
   return mx + std::log(z);
 }
 
+// Our logits row for position i of a transformers logits fixture (make_logits_fixture.py)
+// against its entry p: counts top-1 agreement (a disagreement must be a near-tie in both
+// engines) and the largest differences of the top-5 logits and of the log-partition. Returns the
+// row's log-sum-exp.
+struct LogitsAgreement {
+  int agree = 0;
+  double max_logit_diff = 0, max_lse_diff = 0;
+};
+
+inline double compare_position(const float* row, int n_vocab, const nlohmann::json& p, size_t i,
+                               LogitsAgreement& a) {
+  const int argmax = static_cast<int>(std::max_element(row, row + n_vocab) - row);
+  const int ref_argmax = p["argmax"].get<int>();
+  if (argmax == ref_argmax) {
+    ++a.agree;
+  } else {
+    EXPECT_LT(p["margin"].get<float>(), 0.05f) << "position " << i << ": ours " << argmax << ", transformers "
+                                                << ref_argmax;
+    EXPECT_LT(row[argmax] - row[ref_argmax], 0.05f) << "position " << i;
+  }
+  const auto top_ids = p["top5_ids"].get<std::vector<int>>();
+  const auto top_logits = p["top5_logits"].get<std::vector<double>>();
+  for (size_t k = 0; k < top_ids.size(); ++k) {
+    a.max_logit_diff = std::max(a.max_logit_diff, std::fabs(row[top_ids[k]] - top_logits[k]));
+  }
+  const double lse = log_sum_exp(row, n_vocab);
+  a.max_lse_diff = std::max(a.max_lse_diff, std::fabs(lse - p["lse"].get<double>()));
+  return lse;
+}
+
 // exp(mean negative log-likelihood of ids[1..n) given their prefixes).
 inline double perplexity(const EssayLogits& e, int n_vocab) {
   double nll = 0;

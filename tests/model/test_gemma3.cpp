@@ -23,7 +23,6 @@ namespace snapkv {
 namespace {
 
 using nlohmann::json;
-using test::log_sum_exp;
 
 struct Gemma3 {
   std::unique_ptr<GgufFile> file;
@@ -58,29 +57,15 @@ TEST(Gemma3, LogitsAgreeWithTransformers) {
   const int n_vocab = model.hparams().n_vocab;
   ThreadPool pool(2);
   Sequence s(model, static_cast<int>(ids.size()), pool, SequenceOptions{KvType::kF32, {}});
-  int agree = 0;
-  double max_logit_diff = 0, max_lse_diff = 0, nll = 0, ref_nll = 0;
+  test::LogitsAgreement a;
+  double nll = 0, ref_nll = 0;
   const size_t slice = 300;
   for (size_t i0 = 0; i0 < ids.size(); i0 += slice) {
     const size_t n = std::min(slice, ids.size() - i0);
     const std::vector<float> logits = s.prefill_all_logits(std::span(ids).subspan(i0, n));
     for (size_t i = i0; i < i0 + n; ++i) {
       const float* row = logits.data() + (i - i0) * n_vocab;
-      const int argmax = static_cast<int>(std::max_element(row, row + n_vocab) - row);
-      const int ref_argmax = pos[i]["argmax"].get<int>();
-      if (argmax == ref_argmax) {
-        ++agree;
-      } else {
-        EXPECT_LT(pos[i]["margin"].get<float>(), 0.05f) << "position " << i << ": ours " << argmax;
-        EXPECT_LT(row[argmax] - row[ref_argmax], 0.05f) << "position " << i;
-      }
-      const auto top_ids = pos[i]["top5_ids"].get<std::vector<int>>();
-      const auto top_logits = pos[i]["top5_logits"].get<std::vector<double>>();
-      for (size_t k = 0; k < top_ids.size(); ++k) {
-        max_logit_diff = std::max(max_logit_diff, std::fabs(row[top_ids[k]] - top_logits[k]));
-      }
-      const double lse = log_sum_exp(row, n_vocab);
-      max_lse_diff = std::max(max_lse_diff, std::fabs(lse - pos[i]["lse"].get<double>()));
+      const double lse = test::compare_position(row, n_vocab, pos[i], i, a);
       if (i + 1 < ids.size()) {
         nll += lse - row[ids[i + 1]];
         ref_nll += pos[i]["nll"].get<double>();
@@ -90,10 +75,10 @@ TEST(Gemma3, LogitsAgreeWithTransformers) {
   const double ppl = std::exp(nll / static_cast<double>(ids.size() - 1));
   const double ref_ppl = std::exp(ref_nll / static_cast<double>(ids.size() - 1));
   std::printf("gemma3: top-1 agreement %d/%zu; max |logit diff| %.4g; max |lse diff| %.4g; ppl %.5f vs "
-              "transformers %.5f\n", agree, ids.size(), max_logit_diff, max_lse_diff, ppl, ref_ppl);
-  EXPECT_GE(agree, static_cast<int>(ids.size() * 99 / 100));
-  EXPECT_LT(max_logit_diff, 0.005);  // 5.4e-4 measured
-  EXPECT_LT(max_lse_diff, 0.005);
+              "transformers %.5f\n", a.agree, ids.size(), a.max_logit_diff, a.max_lse_diff, ppl, ref_ppl);
+  EXPECT_GE(a.agree, static_cast<int>(ids.size() * 99 / 100));
+  EXPECT_LT(a.max_logit_diff, 0.005);  // 5.4e-4 measured
+  EXPECT_LT(a.max_lse_diff, 0.005);
   EXPECT_NEAR(ppl / ref_ppl, 1.0, 2e-4);
 }
 

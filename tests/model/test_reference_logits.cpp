@@ -13,7 +13,6 @@ namespace snapkv {
 namespace {
 
 using nlohmann::json;
-using test::log_sum_exp;
 
 TEST(ReferenceLogits, AgreesWithTransformers) {
   const json fx = test::load_fixture("logits_transformers.json");
@@ -25,28 +24,10 @@ TEST(ReferenceLogits, AgreesWithTransformers) {
   const int n_vocab = test::reference_model().model->hparams().n_vocab;
   ASSERT_EQ(logits.size(), ids.size() * n_vocab);
 
-  int agree = 0;
-  double max_logit_diff = 0, max_lse_diff = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const float* row = logits.data() + i * n_vocab;
-    const int argmax = static_cast<int>(std::max_element(row, row + n_vocab) - row);
-    const int ref_argmax = pos[i]["argmax"].get<int>();
-    if (argmax == ref_argmax) {
-      ++agree;
-    } else {
-      // A disagreement must be a near-tie: both candidates within a small gap in both engines.
-      const float ref_margin = pos[i]["margin"].get<float>();
-      EXPECT_LT(ref_margin, 0.05f) << "position " << i << ": ours " << argmax << ", transformers " << ref_argmax;
-      EXPECT_LT(row[argmax] - row[ref_argmax], 0.05f) << "position " << i;
-    }
-    const auto top_ids = pos[i]["top5_ids"].get<std::vector<int>>();
-    const auto top_logits = pos[i]["top5_logits"].get<std::vector<double>>();
-    for (size_t k = 0; k < top_ids.size(); ++k) {
-      max_logit_diff = std::max(max_logit_diff, std::fabs(row[top_ids[k]] - top_logits[k]));
-    }
-    const double lse = log_sum_exp(row, n_vocab);
-    max_lse_diff = std::max(max_lse_diff, std::fabs(lse - pos[i]["lse"].get<double>()));
-  }
+  test::LogitsAgreement a;
+  for (size_t i = 0; i < ids.size(); ++i) test::compare_position(logits.data() + i * n_vocab, n_vocab, pos[i], i, a);
+  const int agree = a.agree;
+  const double max_logit_diff = a.max_logit_diff, max_lse_diff = a.max_lse_diff;
   const double agreement = static_cast<double>(agree) / ids.size();
   const double ppl = test::perplexity(essay, n_vocab);
   const double ref_ppl = fx["ppl"].get<double>();

@@ -123,10 +123,12 @@ TEST(SwiGlu, HandComputed) {
   EXPECT_NEAR(g[2], -2.0 / (1.0 + std::exp(2.0)), 1e-6);
 }
 
-// The vector loop on every target, from gates far below -88 (where exp(-gate) overflows) to far
-// above, and a NaN, against the formula in double.
-TEST(SwiGlu, MatchesDoubleOnEveryTarget) {
-  test::for_each_target([] {
+// A gated activation's vector loop on every target, from gates far below -88 (where exp
+// overflows) to far above, and a NaN: y = kernel(gate) * up against want(g, up) in double, within
+// tolerance(g, up, want).
+template <class Want, class Tolerance>
+void check_gated(void (*kernel)(float*, const float*, int64_t), Want want, Tolerance tolerance) {
+  test::for_each_target([&] {
     std::vector<float> gate, up;
     for (int i = 0; i < 131; ++i) {
       gate.push_back(-120.0f + 1.1f * static_cast<float>(i));
@@ -134,41 +136,31 @@ TEST(SwiGlu, MatchesDoubleOnEveryTarget) {
     }
     gate[17] = std::nanf("");
     std::vector<float> y = gate;
-    silu_mul_inplace(y.data(), up.data(), static_cast<int64_t>(y.size()));
+    kernel(y.data(), up.data(), static_cast<int64_t>(y.size()));
     for (size_t i = 0; i < y.size(); ++i) {
       if (i == 17) {
         EXPECT_TRUE(std::isnan(y[i]));
         continue;
       }
-      const double g = gate[i], want = g / (1.0 + std::exp(-g)) * up[i];
-      EXPECT_NEAR(y[i], want, 2e-7 * std::abs(want) + 1e-30) << "gate " << g;
+      const double g = gate[i], w = want(g, up[i]);
+      EXPECT_NEAR(y[i], w, tolerance(g, up[i], w)) << "gate " << g;
     }
   });
 }
 
-// GeGLU's gate against GELU's tanh form in double (the kernel computes it through exp), on
-// every target, over the same range and a NaN.
+TEST(SwiGlu, MatchesDoubleOnEveryTarget) {
+  check_gated(
+      silu_mul_inplace, [](double g, double up) { return g / (1.0 + std::exp(-g)) * up; },
+      [](double, double, double want) { return 2e-7 * std::abs(want) + 1e-30; });
+}
+
+// GeGLU's gate against GELU's tanh form (the kernel computes it through exp).
 TEST(GeGlu, MatchesTheTanhFormOnEveryTarget) {
-  test::for_each_target([] {
-    std::vector<float> gate, up;
-    for (int i = 0; i < 131; ++i) {
-      gate.push_back(-120.0f + 1.1f * static_cast<float>(i));
-      up.push_back(0.5f + 0.01f * static_cast<float>(i));
-    }
-    gate[17] = std::nanf("");
-    std::vector<float> y = gate;
-    gelu_tanh_mul_inplace(y.data(), up.data(), static_cast<int64_t>(y.size()));
-    for (size_t i = 0; i < y.size(); ++i) {
-      if (i == 17) {
-        EXPECT_TRUE(std::isnan(y[i]));
-        continue;
-      }
-      const double g = gate[i];
-      const double want = 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+  check_gated(
+      gelu_tanh_mul_inplace,
+      [](double g, double up) { return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * up; },
       // 1 + tanh(u) cancels in double for gates far below 0, to about 1e-16 of g * up.
-      EXPECT_NEAR(y[i], want, 1e-6 * std::abs(want) + 1e-12 * std::abs(g * up[i])) << "gate " << g;
-    }
-  });
+      [](double g, double up, double want) { return 1e-6 * std::abs(want) + 1e-12 * std::abs(g * up); });
 }
 
 }  // namespace
