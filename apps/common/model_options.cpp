@@ -14,9 +14,10 @@ void add_model_flags(CLI::App& app, ModelFlags& o) {
       ->capture_default_str();
 }
 
-ModelOptions ModelFlags::model_options(int threads) const {
+ModelOptions ModelFlags::model_options(int threads, int n_ctx) const {
   ModelOptions m;
   m.threads = threads;
+  m.n_ctx = n_ctx;
   if (!parse_matmul_activations(decode_activations, m.decode_activations)) {
     fail(ErrorKind::kInvalidArgument, "--decode-activations must be f32, q16 or q8, got '{}'", decode_activations);
   }

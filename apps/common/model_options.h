@@ -16,8 +16,9 @@ struct ModelFlags {
   // tests check against transformers, and decode is faster where the f32 kernel is compute-bound.
   std::string decode_activations = "q16";
 
-  // The model options these flags describe (threads: 0 = all), or Error(kInvalidArgument).
-  ModelOptions model_options(int threads = 0) const;
+  // The model options these flags describe (threads: 0 = all; n_ctx: --ctx, 0 = the model's), or
+  // Error(kInvalidArgument).
+  ModelOptions model_options(int threads = 0, int n_ctx = 0) const;
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& o);

@@ -48,12 +48,8 @@ int chat(const ChatOptions& o) {
   SessionOptions so = o.kv.session_options();
   if (o.ctx < 0) fail(ErrorKind::kInvalidArgument, "--ctx must be positive");
   so.n_ctx = o.ctx;
-  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads, o.ctx));
   const Tokenizer& tokenizer = model.tokenizer();
-  if (o.ctx > model.info().n_ctx_train) {
-    fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", o.ctx,
-         model.info().n_ctx_train);
-  }
   const ChatTemplate tmpl = model.pick_chat_template(o.chat_template);
   const DraftSession draft = load_draft(o.spec, o.model_flags.model_options(o.threads), so);
 

@@ -37,7 +37,7 @@ int compress(const CompressOptions& o) {
   const std::string document = o.in.text();
 
   Timer load_timer;
-  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads, o.ctx));
   const ModelInfo& hp = model.info();
   fmt::print(stderr, "model: {} ({}), loaded in {:.2f} s, {} threads\n", hp.name, hp.arch, load_timer.seconds(),
              o.threads);

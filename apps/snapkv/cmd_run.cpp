@@ -187,18 +187,17 @@ int run(const RunOptions& o) {
   }
 
   Timer load_timer;
-  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads, o.ctx));
   const ModelInfo& hp = model.info();
-  const int n_ctx = o.ctx > 0 ? o.ctx : hp.n_ctx_train;
-  if (n_ctx > hp.n_ctx_train) {
-    fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", n_ctx, hp.n_ctx_train);
-  }
+  const int n_ctx = hp.n_ctx;
   const auto n_window = std::count_if(hp.layer_window.begin(), hp.layer_window.end(), [](int32_t w) { return w > 0; });
   const std::string windows =
       n_window > 0 ? fmt::format(" of which {} sliding-window (presses compress the other {})", n_window, hp.n_layer - n_window)
                    : "";
-  fmt::print(stderr, "model: {} ({}, {} layers{}, {} heads / {} KV heads), loaded in {:.2f} s, {} threads\n",
-             hp.name, hp.arch, hp.n_layer, windows, hp.n_head, hp.n_head_kv, load_timer.seconds(), o.threads);
+  const std::string rope =
+      hp.longrope.empty() ? "" : fmt::format(", LongRoPE {} factors for a context of {}", hp.longrope, hp.n_ctx);
+  fmt::print(stderr, "model: {} ({}, {} layers{}, {} heads / {} KV heads{}), loaded in {:.2f} s, {} threads\n",
+             hp.name, hp.arch, hp.n_layer, windows, hp.n_head, hp.n_head_kv, rope, load_timer.seconds(), o.threads);
   if (on_context) return run_on_context(o, model, so, gp);
 
   // The prompt is the context, then the question (if given) after a blank line, tokenized apart

@@ -92,11 +92,8 @@ int serve(ServeOptions& o, const CLI::App* app) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads));
+  const Model model = Model::load(o.model, o.model_flags.model_options(o.threads, o.sched.n_ctx));
   const ModelInfo& hp = model.info();
-  if (o.sched.n_ctx > hp.n_ctx_train) {
-    fail(ErrorKind::kInvalidArgument, "--ctx {} exceeds the model's training context of {}", o.sched.n_ctx, hp.n_ctx_train);
-  }
   const ChatTemplate tmpl = model.pick_chat_template(o.chat_template);
   if (o.model_id.empty()) o.model_id = std::filesystem::path(o.model).stem().string();
   o.http.defaults.model_id = o.model_id;

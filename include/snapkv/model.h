@@ -24,6 +24,10 @@ struct ModelOptions {
   int threads = 0;  // threads that run the model; 0: one per hardware thread
   // What decode steps multiply Q4_0 / Q4_1 / Q8_0 weights by (types.h). The CLI defaults to kQ16.
   MatmulActivations decode_activations = MatmulActivations::kF32;
+  // The longest context its sessions use (their default n_ctx), 0: the model's training context.
+  // A model with LongRoPE factors (Phi-3 128K) rotates by its long factors when this is past its
+  // original context, by its short ones otherwise, as llama.cpp does for its context size.
+  int n_ctx = 0;
 
   std::string validate() const;
 };
@@ -40,6 +44,8 @@ struct ModelInfo {
   int n_head = 0, n_head_kv = 0, head_dim = 0;
   int n_vocab = 0;
   int n_ctx_train = 0;      // the context the model was trained for
+  int n_ctx = 0;            // the longest context its sessions use (ModelOptions::n_ctx)
+  std::string longrope;     // the LongRoPE factors in use: "long" (n_ctx is past the original context), "short", "": none
   // Per layer: its sliding attention window (a query sees the last `window` positions), 0 for a
   // layer that sees the whole context. Presses compress only the latter; a window layer's cache
   // keeps its window.

@@ -21,7 +21,7 @@
 namespace snapkv {
 
 struct SessionOptions {
-  int n_ctx = 0;  // tokens this sequence may hold, prompt and generated; 0: the model's context
+  int n_ctx = 0;  // tokens this sequence may hold, prompt and generated; 0: the model's (ModelOptions::n_ctx)
   KvType kv_type = KvType::kF16;
   PressConfig press;  // "full" (no compression) by default
 

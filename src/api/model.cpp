@@ -11,6 +11,7 @@ namespace snapkv {
 
 std::string ModelOptions::validate() const {
   if (threads < 0 || threads > 512) return "threads must be between 0 (all) and 512";
+  if (n_ctx < 0) return "the context size must be positive";
   return {};
 }
 
@@ -79,7 +80,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   impl->file = GgufFile::open(path, copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages);
   impl->fingerprint = gguf_model_fingerprint(*impl->file);
   impl->tokenizer_fingerprint = gguf_tokenizer_fingerprint(*impl->file);
-  impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations});
+  impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations, options.n_ctx});
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
   const std::string_view jinja = impl->file->get_string("tokenizer.chat_template", "");
   impl->chat_template = chat_template_from_jinja(jinja);
@@ -106,6 +107,8 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   info.layer_window = hp.layer_window;
   info.n_vocab = hp.n_vocab;
   info.n_ctx_train = hp.n_ctx_train;
+  info.n_ctx = hp.n_ctx;
+  info.longrope = hp.longrope;
   info.weight_bytes = impl->decoder->weight_bytes();
   info.recommended_sampling = recommended_sampling(*impl->file, info.sampling_from_file);
   return Model(std::move(impl));

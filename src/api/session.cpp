@@ -12,11 +12,11 @@ std::string SessionOptions::validate() const {
 namespace {
 int checked_n_ctx(const Model& model, const SessionOptions& options) {
   if (const std::string err = options.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const int n_train = model.info().n_ctx_train;
-  const int n_ctx = options.n_ctx > 0 ? options.n_ctx : n_train;
-  if (n_ctx > n_train) {
-    fail(ErrorKind::kInvalidArgument, "a context of {} tokens exceeds the model's training context of {}", n_ctx,
-         n_train);
+  const ModelInfo& info = model.info();
+  const int n_ctx = options.n_ctx > 0 ? options.n_ctx : info.n_ctx;
+  if (n_ctx > info.n_ctx) {
+    fail(ErrorKind::kInvalidArgument, "a context of {} tokens exceeds the {} the model was loaded for (its training "
+         "context is {})", n_ctx, info.n_ctx, info.n_ctx_train);
   }
   return n_ctx;
 }

@@ -148,8 +148,12 @@ struct BatchScheduler::Running {
 BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads,
                                const SchedulerOptions& options, const ContextMeta& identity)
     : model_(model), tokenizer_(tokenizer), opt_(options),
-      n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx_train), pool_(n_threads) {
+      n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
+  if (n_ctx_ > model.hparams().n_ctx) {
+    fail(ErrorKind::kInvalidArgument, "a context of {} tokens exceeds the {} the model was loaded for", n_ctx_,
+         model.hparams().n_ctx);
+  }
   if (!opt_.context_store.empty()) {
     store_ = std::make_unique<StateStore>(BlobStore::open(opt_.context_store, opt_.context_store_bytes), identity);
   }

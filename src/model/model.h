@@ -27,6 +27,8 @@ struct ModelHparams {
   int head_dim = 0;
   int n_vocab = 0;
   int n_ctx_train = 0;
+  int n_ctx = 0;           // the longest context the model is loaded for (DecoderOptions::n_ctx)
+  std::string longrope;    // the LongRoPE factors in use, "long" (n_ctx past the original context) or "short"; "": none
   float rms_eps = 1e-5f;
   RopeParams rope;  // of the global layers
   // Per layer: the sliding attention window (a query sees the last `window` positions; its KV
@@ -49,6 +51,9 @@ struct DecoderOptions {
   // Like every matmul of up to 8 tokens, so a prompt (or its last chunk) that short does too;
   // longer prefill keeps f32.
   MatmulActivations decode_activations = MatmulActivations::kF32;
+  // The longest context sequences of this model use, 0: its training context. Picks LongRoPE's
+  // long or short rope factors (Phi-3 128K) as llama.cpp picks them for its context.
+  int n_ctx = 0;
 };
 
 // Watches a forward call layer by layer (KV compression, progress). Prefill is layer-major, so

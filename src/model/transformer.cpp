@@ -193,6 +193,11 @@ Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, Descr
   h.n_head_kv = static_cast<int>(f.get_uint(a + "attention.head_count_kv", h.n_head));
   h.n_ctx_train = static_cast<int>(f.get_uint(a + "context_length"));
   h.rms_eps = static_cast<float>(f.get_float(a + "attention.layer_norm_rms_epsilon"));
+  h.n_ctx = options.n_ctx > 0 ? options.n_ctx : h.n_ctx_train;
+  if (h.n_ctx > h.n_ctx_train) {
+    fail(ErrorKind::kInvalidArgument, "a context of {} tokens exceeds the model's training context of {}", h.n_ctx,
+         h.n_ctx_train);
+  }
   if (h.n_layer <= 0 || h.n_layer > 1024 || h.n_embd <= 0 || h.n_embd > 65536 || h.n_head <= 0 ||
       h.n_head_kv <= 0 || h.n_head % h.n_head_kv != 0 || h.n_ff <= 0 || h.n_ff > 1 << 20) {
     fail(ErrorKind::kBadFile, "{}: inconsistent hyper-parameters (layers {}, embd {}, heads {}/{}, ff {})",
@@ -220,14 +225,24 @@ Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, Descr
   if (scaling == "linear" || scaling == "yarn") {
     r.freq_scale = 1.0 / f.get_float(a + "rope.scaling.factor", 1.0);
     r.yarn = scaling == "yarn";
-    r.n_ctx_orig = static_cast<int>(f.get_uint(a + "rope.scaling.original_context_length", h.n_ctx_train));
-    r.attn_factor = f.get_float(a + "rope.scaling.attn_factor", 1.0);
   } else if (scaling != "none") {
     fail(ErrorKind::kUnsupported, "{}: rope scaling '{}' is not supported", f.path(), scaling);
   }
+  r.n_ctx_orig = static_cast<int>(f.get_uint(a + "rope.scaling.original_context_length", h.n_ctx_train));
+  r.attn_factor = f.get_float(a + "rope.scaling.attn_factor", 1.0);
   r.freq_factors = load_vector(f, "rope_freqs.weight", r.n_rot / 2, false);
-  if (f.find_tensor("rope_factors_long.weight")) {
-    fail(ErrorKind::kUnsupported, "{}: rope scaling by long/short factors (Phi-3 128K) is not supported", f.path());
+  // LongRoPE (Phi-3 128K and its successors): two sets of per-pair divisors, the long one for a
+  // context past the original, chosen once for the context the model is loaded for, as llama.cpp
+  // chooses per context; the cosines and sines carry attn_factor either way.
+  const bool long_factors = f.find_tensor("rope_factors_long.weight") != nullptr;
+  if (long_factors != (f.find_tensor("rope_factors_short.weight") != nullptr) ||
+      (long_factors && !r.freq_factors.empty())) {
+    fail(ErrorKind::kBadFile, "{}: rope factors must be rope_freqs alone or rope_factors_long with rope_factors_short",
+         f.path());
+  }
+  if (long_factors) {
+    h.longrope = h.n_ctx > r.n_ctx_orig ? "long" : "short";
+    r.freq_factors = load_vector(f, "rope_factors_" + h.longrope + ".weight", r.n_rot / 2, true);
   }
   if (!(r.freq_base > 1) || !(r.freq_scale > 0) || (r.yarn && r.n_ctx_orig <= 0) || !(r.attn_factor > 0)) {
     fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());

@@ -91,7 +91,7 @@ TEST(CliErrors, PromptOverContextAndInvalidFlags) {
   const std::string model = "-m " + test::default_model_path();
   expect_error("run " + model + " --ctx 16 -p 'one two three four five six seven eight nine ten eleven twelve thirteen "
                "fourteen fifteen sixteen seventeen'", "--ctx");
-  expect_error("run " + model + " --ctx 100000 -p hi", "--ctx");
+  expect_error("run " + model + " --ctx 100000 -p hi", "a context of 100000 tokens exceeds the model's training context");
   expect_error("run " + model + " -p hi --top-p 2", "top_p");
   expect_error("run " + model + " -p hi -t 0", "-t");
   expect_error("run " + model + " -p hi -n -3", "generate");

@@ -62,7 +62,9 @@ TEST_P(Architecture, LogitsAgreeWithTransformersAndLlamaCpp) {
   ASSERT_FALSE(a.is_null());
   const std::vector<uint8_t> bytes = test::arch_model_gguf(a);
   const auto file = GgufFile::parse(bytes.data(), bytes.size(), GetParam());
-  const auto model = load_decoder(*file);
+  // Loaded for the context the references ran at, which picks LongRoPE's factors.
+  const int n_ctx = a["n_ctx"].get<int>();
+  const auto model = load_decoder(*file, {.n_ctx = n_ctx});
   const int n_vocab = model->hparams().n_vocab;
   const auto ids = a["input_ids"].get<std::vector<int32_t>>();
   const json& pos = a["positions"];
@@ -105,6 +107,27 @@ TEST_P(Architecture, LogitsAgreeWithTransformersAndLlamaCpp) {
   EXPECT_LT(cpp.max_logit, 5e-4);
   EXPECT_GE(hf.agree, hf.n - 2);
   EXPECT_GE(cpp.agree, cpp.n - 2);
+
+  // With LongRoPE, the other factor set (loaded for a context on the other side of the original)
+  // is far from both references: the fixture tells the two apart.
+  if (!model->hparams().longrope.empty()) {
+    const int orig = model->hparams().rope.n_ctx_orig;
+    const auto other = load_decoder(*file, {.n_ctx = n_ctx > orig ? orig : 2 * orig});
+    ASSERT_NE(other->hparams().longrope, model->hparams().longrope);
+    Sequence o(*other, static_cast<int>(ids.size()), pool, SequenceOptions{KvType::kF32, {}});
+    const std::vector<float> wrong = o.prefill_all_logits(ids);
+    Drift w;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto top = pos[i]["top5_ids"].get<std::vector<int>>();
+      const auto ref = pos[i]["top5_logits"].get<std::vector<double>>();
+      for (size_t k = 0; k < top.size(); ++k) {
+        w.max_logit = std::max(w.max_logit, std::fabs(wrong[i * n_vocab + top[k]] - ref[k]));
+      }
+    }
+    std::printf("%s: the other LongRoPE factors (%s) differ from transformers by up to %.3g\n", GetParam(),
+                other->hparams().longrope.c_str(), w.max_logit);
+    EXPECT_GT(w.max_logit, 0.05);
+  }
 }
 
 // A file of one of these architectures with a piece missing or not supported: one clear error.
@@ -138,7 +161,8 @@ TEST(Architectures, IncompleteOrUnsupportedVariantsAreRefused) {
       "norm for queries or keys but not both");
   const json long_factors = {{"name", "rope_factors_long.weight"}, {"ne", {16}}, {"values", std::vector<float>(16, 1)}};
   expect_refused(
-      phi3, [&](json& a) { a["tensors"].push_back(long_factors); }, ErrorKind::kUnsupported, "long/short factors");
+      phi3, [&](json& a) { a["tensors"].push_back(long_factors); }, ErrorKind::kBadFile,
+      "rope_factors_long with rope_factors_short");
   expect_refused(
       phi3, [](json& a) { a["tensors"] = without(a["tensors"], "blk.0.attn_qkv.weight"); }, ErrorKind::kBadFile,
       "attn_q.weight");
@@ -148,7 +172,8 @@ TEST(Architectures, IncompleteOrUnsupportedVariantsAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchitecturesJson, Architecture,
-                         ::testing::Values("llama3", "qwen2", "qwen2_yarn", "qwen3", "mistral", "phi3"),
+                         ::testing::Values("llama3", "qwen2", "qwen2_yarn", "qwen3", "mistral", "phi3",
+                                           "phi3_longrope_long", "phi3_longrope_short"),
                          [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 }  // namespace

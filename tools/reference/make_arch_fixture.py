@@ -19,7 +19,8 @@ References, on the same weights:
   un-permuted, as llama.cpp's converter permutes them), not through transformers' GGUF loader,
   which drops rope_freqs and attention.key_length for some of these architectures.
 - llama.cpp (llama-cpp-python) on the GGUF written here, with the vocabulary's metadata copied in,
-  f32 KV cache, every position's logits.
+  f32 KV cache, every position's logits, at the context size recorded as the architecture's
+  "n_ctx" (which picks LongRoPE's factors; the tests load the model for the same context).
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ ARCHS = [
     # Phi-3: fused QKV and gate/up matrices, NEOX rope, untied output.
     dict(name="phi3", arch="phi3", vocab="ggml-vocab-llama-spm.gguf", n_layer=2, n_embd=128, n_head=4,
          n_head_kv=4, head_dim=32, n_ff=320, rope_base=10000.0, tied=False, fused=True),
+    # Phi-3 128K / Phi-3.5 / Phi-4-mini: LongRoPE, two sets of per-pair divisors and an attention
+    # factor from the ratio of the context to the original one. Both references pick the long set
+    # when the context is past the original: llama.cpp by its context size (n_ctx), transformers by
+    # the sequence's length. The essay's 160 tokens are past an original context of 128 and within
+    # one of 256.
+    dict(name="phi3_longrope_long", arch="phi3", vocab="ggml-vocab-llama-spm.gguf", n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=4, head_dim=32, n_ff=320, rope_base=10000.0, tied=False, fused=True,
+         longrope=dict(original_max_position_embeddings=128), n_ctx=512),
+    dict(name="phi3_longrope_short", arch="phi3", vocab="ggml-vocab-llama-spm.gguf", n_layer=2, n_embd=128,
+         n_head=4, n_head_kv=4, head_dim=32, n_ff=320, rope_base=10000.0, tied=False, fused=True,
+         longrope=dict(original_max_position_embeddings=256), n_ctx=256),
 ]
 
 RMS_EPS = 1e-5
@@ -122,6 +134,12 @@ def llama3_rope_factors(spec: dict) -> np.ndarray:
     return np.array(out, dtype=np.float32)
 
 
+def longrope_attn_factor(spec: dict) -> float:
+    """The factor on rope's cosines and sines that llama.cpp's converter and transformers derive."""
+    scale = N_CTX / spec["longrope"]["original_max_position_embeddings"]
+    return math.sqrt(1 + math.log(scale) / math.log(spec["longrope"]["original_max_position_embeddings"]))
+
+
 def describe(spec: dict, n_vocab: int) -> tuple[list, list]:
     """The GGUF's architecture metadata and tensors: [key, type, value] and
     {name, ne, scale, offset} (generated) or {name, ne, values} (given)."""
@@ -145,6 +163,10 @@ def describe(spec: dict, n_vocab: int) -> tuple[list, list]:
         meta += [[f"{a}.rope.scaling.type", "string", "yarn"],
                  [f"{a}.rope.scaling.factor", "f32", spec["yarn"]["factor"]],
                  [f"{a}.rope.scaling.original_context_length", "u32", spec["yarn"]["original_max_position_embeddings"]]]
+    if "longrope" in spec:
+        meta += [[f"{a}.rope.scaling.attn_factor", "f32", longrope_attn_factor(spec)],
+                 [f"{a}.rope.scaling.original_context_length", "u32",
+                  spec["longrope"]["original_max_position_embeddings"]]]
 
     def mat(name, n_in, n_out):  # uniform with std 1/sqrt(n_in): activations stay O(1)
         return {"name": name, "ne": [n_in, n_out], "scale": math.sqrt(3.0 / n_in), "offset": 0.0}
@@ -159,6 +181,9 @@ def describe(spec: dict, n_vocab: int) -> tuple[list, list]:
     if "llama3_rope" in spec:
         tensors.append({"name": "rope_freqs.weight", "ne": [d // 2],
                         "values": [float(x) for x in llama3_rope_factors(spec)]})
+    if "longrope" in spec:  # divisors in [1, 7] (long) and [1, 1.5] (short), as in Phi-3's
+        tensors += [{"name": "rope_factors_long.weight", "ne": [d // 2], "scale": 3.0, "offset": 4.0},
+                    {"name": "rope_factors_short.weight", "ne": [d // 2], "scale": 0.25, "offset": 1.25}]
     for il in range(spec["n_layer"]):
         p = f"blk.{il}."
         tensors += [norm(p + "attn_norm.weight", e), norm(p + "ffn_norm.weight", e)]
@@ -238,6 +263,10 @@ def hf_model(spec: dict, n_vocab: int, arrays: dict):
         rope = {"rope_type": "llama3", "rope_theta": spec["rope_base"], **spec["llama3_rope"]}
     if "yarn" in spec:
         rope = {"rope_type": "yarn", "rope_theta": spec["rope_base"], **spec["yarn"]}
+    if "longrope" in spec:
+        rope = {"rope_type": "longrope", "rope_theta": spec["rope_base"], **spec["longrope"],
+                "long_factor": [float(x) for x in arrays["rope_factors_long.weight"]],
+                "short_factor": [float(x) for x in arrays["rope_factors_short.weight"]]}
     if spec["name"] in ("llama3", "mistral"):
         cfg = tf.LlamaConfig(**common, head_dim=spec["head_dim"], rope_parameters=rope)
         cls = tf.LlamaForCausalLM
@@ -248,7 +277,9 @@ def hf_model(spec: dict, n_vocab: int, arrays: dict):
         cfg = tf.Qwen3Config(**common, head_dim=spec["head_dim"], rope_parameters=rope, use_sliding_window=False)
         cls = tf.Qwen3ForCausalLM
     elif spec["arch"] == "phi3":
-        cfg = tf.Phi3Config(**common, rope_parameters=rope, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        extra = {"original_max_position_embeddings": spec["longrope"]["original_max_position_embeddings"]} \
+            if "longrope" in spec else {}
+        cfg = tf.Phi3Config(**common, rope_parameters=rope, pad_token_id=0, bos_token_id=1, eos_token_id=2, **extra)
         cls = tf.Phi3ForCausalLM
     else:
         raise ValueError(spec["name"])
@@ -323,7 +354,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{spec['name']}.gguf"
             write_gguf(path, spec, meta, tensors, arrays)
-            llm = Llama(model_path=str(path), n_ctx=512, n_batch=512, n_ubatch=512, logits_all=True, n_threads=2,
+            n_ctx = spec.get("n_ctx", 512)
+            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, logits_all=True, n_threads=2,
                         type_k=0, type_v=0, flash_attn=False, verbose=False)
             ids = llm.tokenize(text.encode(), add_bos=True, special=False)[: args.n_tokens]
             llm.eval(ids)
@@ -349,7 +381,7 @@ def main() -> int:
         diff = float(np.max(np.abs(hf - cpp)))
         print(f"{spec['name']}: {len(ids)} ids, vocab {n_vocab}, transformers vs llama.cpp: top-1 {agree}/{len(ids)}, "
               f"max |logit diff| {diff:.3g}, logit std {float(hf.std()):.3g}")
-        out_archs.append({"name": spec["name"], "vocab": spec["vocab"], "seed": SEED, "metadata": meta,
+        out_archs.append({"name": spec["name"], "vocab": spec["vocab"], "seed": SEED, "n_ctx": n_ctx, "metadata": meta,
                           "tensors": tensors, "input_ids": ids, "positions": positions,
                           "transformers_vs_llamacpp_max_diff": sig(diff)})
 
