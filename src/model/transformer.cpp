@@ -98,6 +98,7 @@ class Transformer final : public Decoder {
   std::vector<std::vector<double>> inv_freq_;  // per rope
   FfnActivation ffn_ = FfnActivation::kSilu;
   float embed_scale_ = 1;
+  float final_softcap_ = 0;
   size_t weight_bytes_ = 0;
 };
 
@@ -248,8 +249,13 @@ Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, Descr
     fail(ErrorKind::kBadFile, "{}: invalid rope parameters", f.path());
   }
 
+  if (f.get_float(a + "attn_logit_softcapping", 0) != 0) {
+    fail(ErrorKind::kUnsupported, "{}: soft-capped attention scores (Gemma-2's attn_logit_softcapping) are not supported",
+         f.path());
+  }
   ArchSpec spec;
   spec.ropes = {r};
+  spec.final_logit_softcap = static_cast<float>(f.get_float(a + "final_logit_softcapping", 0));
   spec.layers.resize(h.n_layer);
   describe(f, h, spec);
   ropes_ = spec.ropes;
@@ -257,6 +263,8 @@ Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, Descr
   r = ropes_[0];
   ffn_ = spec.ffn;
   embed_scale_ = spec.embed_scale;
+  final_softcap_ = spec.final_logit_softcap;
+  if (!(final_softcap_ >= 0)) fail(ErrorKind::kBadFile, "{}: final logit soft-cap {} is negative", f.path(), final_softcap_);
 
   const int64_t d = h.head_dim, e = h.n_embd;
   layers_.resize(h.n_layer);
@@ -423,6 +431,9 @@ void Transformer::output_logits(const float* x, int64_t n, std::vector<float>& l
   rms_norm(x, output_norm_.data(), hn.data(), n, h.n_embd, h.rms_eps);
   logits.resize(n * h.n_vocab);
   matmul(output_, hn.data(), n, logits.data(), pool, opts_.decode_activations);
+  if (final_softcap_ > 0) {
+    for (float& l : logits) l = final_softcap_ * std::tanh(l / final_softcap_);
+  }
 }
 
 std::unique_ptr<ForwardPass> Transformer::begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,

@@ -4,9 +4,9 @@
 // rope keys, and each layer's optional tensors, which switch their step on where present (Q/K/V
 // biases, per-head query/key RMSNorm, norms after the attention and feed-forward outputs, fused
 // QKV and gate/up matrices). What a file does not say, the architecture declares in an ArchSpec:
-// its rope layout, feed-forward activation, embedding scale, and each layer's attention window and
-// rope. An architecture is one function filling that in (llama.cpp, gemma3.cpp) and one line in
-// registry.cpp.
+// its rope layout, feed-forward activation, embedding scale, final logit soft-cap, and each
+// layer's attention window and rope. An architecture is one function filling that in (llama.cpp,
+// gemma3.cpp) and one line in registry.cpp.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -29,11 +29,14 @@ struct ArchSpec {
   std::vector<RopeParams> ropes;
   FfnActivation ffn = FfnActivation::kSilu;
   float embed_scale = 1;  // token embeddings are multiplied by it
+  // Logits become cap * tanh(logit / cap) (Gemma-2 declares it, a Gemma-3 file may); 0: none. On entry the
+  // file's final_logit_softcapping.
+  float final_logit_softcap = 0;
   std::vector<LayerSpec> layers;  // [n_layer]
 };
 
-// Fills in spec (on entry: ropes = {the file's rope, mode NEOX}, every layer global with rope 0)
-// for the architecture of file f, whose standard hyper-parameters are h.
+// Fills in spec (on entry: ropes = {the file's rope, mode NEOX}, every layer global with rope 0,
+// the file's soft-cap) for the architecture of file f, whose standard hyper-parameters are h.
 using DescribeArch = void (*)(const GgufFile& f, const ModelHparams& h, ArchSpec& spec);
 
 std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe);

@@ -99,8 +99,9 @@ TEST_P(Architecture, LogitsAgreeWithTransformersAndLlamaCpp) {
               cpp.agree, cpp.n, cpp.max_logit, a["transformers_vs_llamacpp_max_diff"].get<double>());
   // Both references and this engine compute in fp32 from the same f32 weights; only the order of
   // the sums differs. Measured (2026-11-27): at most 4.3e-5 from either reference (the fixture's
-  // 6 significant digits), 2.2e-5 between the two references; leaving out Llama-3's rope factors
-  // or YaRN moves logits by 5 to 7.
+  // 6 significant digits), 2.2e-5 between the two references (3.3e-3 for gemma3, whose GELU
+  // llama.cpp reads from a table of f16 values); leaving out Llama-3's rope factors or YaRN moves
+  // logits by 5 to 7, Gemma-3's soft-cap by 10, its sliding windows by 3.
   EXPECT_LT(hf.max_logit, 5e-4);
   EXPECT_LT(hf.max_lse, 5e-4);
   EXPECT_LT(hf_decode.max_logit, 5e-4);
@@ -155,7 +156,8 @@ json without(json tensors, const std::string& name) {
 TEST(Architectures, IncompleteOrUnsupportedVariantsAreRefused) {
   const json& qwen3 = arch_fixture("qwen3");
   const json& phi3 = arch_fixture("phi3");
-  ASSERT_FALSE(qwen3.is_null() || phi3.is_null());
+  const json& gemma3 = arch_fixture("gemma3");
+  ASSERT_FALSE(qwen3.is_null() || phi3.is_null() || gemma3.is_null());
   expect_refused(
       qwen3, [](json& a) { a["tensors"] = without(a["tensors"], "blk.1.attn_k_norm.weight"); }, ErrorKind::kBadFile,
       "norm for queries or keys but not both");
@@ -169,11 +171,22 @@ TEST(Architectures, IncompleteOrUnsupportedVariantsAreRefused) {
   expect_refused(
       qwen3, [](json& a) { a["metadata"].push_back({"qwen3.rope.scaling.type", "string", "longrope"}); },
       ErrorKind::kUnsupported, "rope scaling 'longrope'");
+  expect_refused(
+      gemma3, [](json& a) { a["metadata"].push_back({"gemma3.attn_logit_softcapping", "f32", 50.0}); },
+      ErrorKind::kUnsupported, "soft-capped attention scores");
+  expect_refused(
+      gemma3,
+      [](json& a) {
+        for (json& m : a["metadata"]) {
+          if (m[0] == "gemma3.attention.sliding_window_pattern") m[2] = 0;
+        }
+      },
+      ErrorKind::kBadFile, "sliding-window pattern");
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchitecturesJson, Architecture,
                          ::testing::Values("llama3", "qwen2", "qwen2_yarn", "qwen3", "mistral", "phi3",
-                                           "phi3_longrope_long", "phi3_longrope_short"),
+                                           "phi3_longrope_long", "phi3_longrope_short", "gemma3"),
                          [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 }  // namespace

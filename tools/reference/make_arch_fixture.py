@@ -107,6 +107,13 @@ ARCHS = [
     dict(name="phi3_longrope_short", arch="phi3", vocab="ggml-vocab-llama-spm.gguf", n_layer=2, n_embd=128,
          n_head=4, n_head_kv=4, head_dim=32, n_ff=320, rope_base=10000.0, tied=False, fused=True,
          longrope=dict(original_max_position_embeddings=256), n_ctx=256),
+    # Gemma-3: sliding-window layers (a window of 24 over the essay's 160 tokens, every third layer
+    # global as the file's pattern says, their own rope base), query/key norms, norms on the
+    # attention and FFN outputs, GeGLU, scaled embeddings and a final logit soft-cap of 3 (which
+    # moves these logits by about 1).
+    dict(name="gemma3", arch="gemma3", vocab="ggml-vocab-llama-spm.gguf", n_layer=6, n_embd=128, n_head=4,
+         n_head_kv=2, head_dim=32, n_ff=320, rope_base=1000000.0, tied=True, qk_norm=True,
+         gemma3=dict(window=24, pattern=3, rope_base_swa=20000.0, softcap=3.0)),
 ]
 
 RMS_EPS = 1e-5
@@ -163,6 +170,12 @@ def describe(spec: dict, n_vocab: int) -> tuple[list, list]:
         meta += [[f"{a}.rope.scaling.type", "string", "yarn"],
                  [f"{a}.rope.scaling.factor", "f32", spec["yarn"]["factor"]],
                  [f"{a}.rope.scaling.original_context_length", "u32", spec["yarn"]["original_max_position_embeddings"]]]
+    if "gemma3" in spec:
+        g = spec["gemma3"]
+        meta += [[f"{a}.attention.sliding_window", "u32", g["window"]],
+                 [f"{a}.attention.sliding_window_pattern", "u32", g["pattern"]],
+                 [f"{a}.rope.freq_base_swa", "f32", g["rope_base_swa"]],
+                 [f"{a}.final_logit_softcapping", "f32", g["softcap"]]]
     if "longrope" in spec:
         meta += [[f"{a}.rope.scaling.attn_factor", "f32", longrope_attn_factor(spec)],
                  [f"{a}.rope.scaling.original_context_length", "u32",
@@ -197,6 +210,8 @@ def describe(spec: dict, n_vocab: int) -> tuple[list, list]:
                 tensors.append({"name": f"{p}attn_{t}.bias", "ne": [n], "scale": 0.2, "offset": 0.0})
         if spec.get("qk_norm"):
             tensors += [norm(p + "attn_q_norm.weight", d), norm(p + "attn_k_norm.weight", d)]
+        if "gemma3" in spec:
+            tensors += [norm(p + "post_attention_norm.weight", e), norm(p + "post_ffw_norm.weight", e)]
         tensors.append(mat(p + "attn_output.weight", nq, e))
         if spec.get("fused"):
             tensors.append(mat(p + "ffn_up.weight", e, 2 * ff))
@@ -276,6 +291,17 @@ def hf_model(spec: dict, n_vocab: int, arrays: dict):
     elif spec["arch"] == "qwen3":
         cfg = tf.Qwen3Config(**common, head_dim=spec["head_dim"], rope_parameters=rope, use_sliding_window=False)
         cls = tf.Qwen3ForCausalLM
+    elif spec["arch"] == "gemma3":
+        g = spec["gemma3"]
+        types = ["full_attention" if il % g["pattern"] == g["pattern"] - 1 else "sliding_attention"
+                 for il in range(spec["n_layer"])]
+        rope = {"full_attention": {"rope_type": "default", "rope_theta": spec["rope_base"]},
+                "sliding_attention": {"rope_type": "default", "rope_theta": g["rope_base_swa"]}}
+        cfg = tf.Gemma3TextConfig(**common, head_dim=spec["head_dim"], hidden_activation="gelu_pytorch_tanh",
+                                  query_pre_attn_scalar=spec["head_dim"], sliding_window=g["window"],
+                                  layer_types=types, rope_parameters=rope, final_logit_softcapping=g["softcap"],
+                                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        cls = tf.Gemma3ForCausalLM
     elif spec["arch"] == "phi3":
         extra = {"original_max_position_embeddings": spec["longrope"]["original_max_position_embeddings"]} \
             if "longrope" in spec else {}
@@ -286,13 +312,21 @@ def hf_model(spec: dict, n_vocab: int, arrays: dict):
     cfg._attn_implementation = "eager"
     model = cls(cfg).to(torch.float32).eval()
 
-    sd = {"model.embed_tokens.weight": arrays["token_embd.weight"], "model.norm.weight": arrays["output_norm.weight"]}
+    # Gemma's RMSNorm multiplies by 1 + w, whose sum llama.cpp's converter stores in the GGUF.
+    gemma = spec["arch"] == "gemma3"
+    norm = (lambda name: arrays[name] - 1) if gemma else (lambda name: arrays[name])
+    sd = {"model.embed_tokens.weight": arrays["token_embd.weight"], "model.norm.weight": norm("output_norm.weight")}
     sd["lm_head.weight"] = arrays["token_embd.weight" if spec["tied"] else "output.weight"]
     permuted = spec["arch"] == "llama"
     for il in range(spec["n_layer"]):
         g, h = f"blk.{il}.", f"model.layers.{il}."
-        sd[h + "input_layernorm.weight"] = arrays[g + "attn_norm.weight"]
-        sd[h + "post_attention_layernorm.weight"] = arrays[g + "ffn_norm.weight"]
+        sd[h + "input_layernorm.weight"] = norm(g + "attn_norm.weight")
+        if gemma:
+            sd[h + "post_attention_layernorm.weight"] = norm(g + "post_attention_norm.weight")
+            sd[h + "pre_feedforward_layernorm.weight"] = norm(g + "ffn_norm.weight")
+            sd[h + "post_feedforward_layernorm.weight"] = norm(g + "post_ffw_norm.weight")
+        else:
+            sd[h + "post_attention_layernorm.weight"] = arrays[g + "ffn_norm.weight"]
         sd[h + "self_attn.o_proj.weight"] = arrays[g + "attn_output.weight"]
         sd[h + "mlp.down_proj.weight"] = arrays[g + "ffn_down.weight"]
         if spec.get("fused"):
@@ -311,8 +345,8 @@ def hf_model(spec: dict, n_vocab: int, arrays: dict):
             for t in "qkv":
                 sd[h + f"self_attn.{t}_proj.bias"] = arrays[g + f"attn_{t}.bias"]
         if spec.get("qk_norm"):
-            sd[h + "self_attn.q_norm.weight"] = arrays[g + "attn_q_norm.weight"]
-            sd[h + "self_attn.k_norm.weight"] = arrays[g + "attn_k_norm.weight"]
+            sd[h + "self_attn.q_norm.weight"] = norm(g + "attn_q_norm.weight")
+            sd[h + "self_attn.k_norm.weight"] = norm(g + "attn_k_norm.weight")
     state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [m for m in missing if not (spec["tied"] and m == "lm_head.weight")]
