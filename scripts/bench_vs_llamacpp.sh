@@ -8,7 +8,8 @@
 #   CASES="1b:Q4_0" REPS=1 LENGTH=64 bash scripts/bench_vs_llamacpp.sh   # one short case
 #
 # Environment (defaults in brackets):
-#   CASES     shape:type list [1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M]
+#   CASES     shape:type list, or gemma3 (the real Gemma-3-270M Q4_K_M of scripts/download_model.sh gemma3)
+#             [1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M, and gemma3 where it was downloaded]
 #   REPS      alternating repetitions per case [5]; REPS_8B for the 8b shape [3]
 #   LENGTH    prompt length, prefilled and then decoded after [512]
 #   N         decode steps [64]
@@ -21,7 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CASES="${CASES:-1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M}"
+GEMMA3=models/gemma-3-270m-q4_k_m.gguf
+CASES="${CASES:-1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M$([ -f "$GEMMA3" ] && echo " gemma3")}"
 REPS="${REPS:-5}"
 REPS_8B="${REPS_8B:-3}"
 LENGTH="${LENGTH:-512}"
@@ -35,20 +37,22 @@ OUT="${OUT:-results/bench_llamacpp}"
 die() { echo "bench_vs_llamacpp.sh: $*" >&2; exit 1; }
 [ -x "$SNAPKV" ] || die "$SNAPKV: not built (cmake --preset release && cmake --build --preset release)"
 [ -x "$LLAMA_BIN/llama-bench" ] || die "$LLAMA_BIN/llama-bench: missing (bash scripts/build_llamacpp.sh)"
+# A case's model file and the name of its results folder.
+model_of() { if [ "$1" = gemma3 ]; then echo "$GEMMA3"; else echo "$MODELS/llama-${1%%:*}-${1#*:}.gguf"; fi; }
+name_of() { if [ "$1" = gemma3 ]; then echo gemma-3-270m-Q4_K_M; else echo "llama-${1%%:*}-${1#*:}"; fi; }
 for c in $CASES; do
-  f="$MODELS/llama-${c%%:*}-${c#*:}.gguf"
-  [ -f "$f" ] || die "$f: missing (bash scripts/make_bench_models.sh --shapes ${c%%:*} --types ${c#*:})"
+  f=$(model_of "$c")
+  [ -f "$f" ] || die "$f: missing (bash scripts/make_bench_models.sh --shapes ${c%%:*} --types ${c#*:}, or scripts/download_model.sh gemma3)"
 done
 
 mkdir -p "$OUT"
 for c in $CASES; do
-  shape="${c%%:*}" type="${c#*:}"
   reps="$REPS"
-  if [ "$shape" = 8b ]; then reps="$REPS_8B"; fi
-  name="llama-$shape-$type"
+  if [ "${c%%:*}" = 8b ]; then reps="$REPS_8B"; fi
+  name=$(name_of "$c")
   echo "== $name: prompt $LENGTH, $N decode steps, $reps repetitions, $THREADS threads" >&2
   # shellcheck disable=SC2086  # EXTRA is a list of flags
-  "$SNAPKV" bench decode -m "$MODELS/$name.gguf" --llama-bench "$LLAMA_BIN/llama-bench" -t "$THREADS" \
+  "$SNAPKV" bench decode -m "$(model_of "$c")" --llama-bench "$LLAMA_BIN/llama-bench" -t "$THREADS" \
     --lengths "$LENGTH" -n "$N" --reps "$reps" --out "$OUT/$name" ${EXTRA:-}
 done
 
