@@ -34,6 +34,8 @@ const std::vector<Registered>& registry() {
       {{"tova", "the entries the last prompt token attends to most, and that token's own entry"}, make_tova_press,
        false},
       {{"knorm", "the entries whose keys have the smallest L2 norm"}, make_knorm_press, false},
+      {{"keydiff", "the entries whose keys point furthest from the head's mean key direction (no query needed)"},
+       make_keydiff_press, false},
       {{"random", "uniformly random entries, reproducible from the seed"}, make_random_press, false},
   };
   return r;

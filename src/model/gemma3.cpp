@@ -38,10 +38,10 @@ void describe_gemma3(const GgufFile& f, const ModelHparams& h, ArchSpec& spec) {
     const uint64_t n = f.get_uint("gemma3.attention.sliding_window_pattern", 6);
     for (size_t il = 0; il < spec.layers.size() && n > 0; ++il) sliding.push_back(il % n < n - 1);
   }
-  if (sliding.size() != spec.layers.size() || !(local.freq_base > 1)) {
-    fail(ErrorKind::kBadFile, "{}: sliding-window pattern or rope base does not fit {} layers", f.path(),
-         spec.layers.size());
+  if (sliding.size() != spec.layers.size()) {
+    fail(ErrorKind::kBadFile, "{}: the sliding-window pattern does not describe {} layers", f.path(), spec.layers.size());
   }
+  if (!(local.freq_base > 1)) fail(ErrorKind::kBadFile, "{}: invalid rope.freq_base_swa", f.path());
   for (size_t il = 0; il < spec.layers.size(); ++il) {
     if (sliding[il] != 0) spec.layers[il] = LayerSpec{static_cast<int32_t>(window), 1};
   }

@@ -209,6 +209,18 @@ TEST(Knorm, KeepsTheSmallestKeys) {
   EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{1, 3}}));
 }
 
+// Unit keys (1, 0), (.97, -.24), (0, 1), (.995, .0995): their mean a = (.741, .214), and the
+// cosines with a .961, .865, .278, .984; keydiff keeps the two least aligned.
+TEST(KeyDiff, KeepsTheKeysLeastAlignedWithTheMeanDirection) {
+  TinyLayer t({1, 0, 2, -0.5f, 0, 3, 10, 1}, {1, 0});
+  PressConfig c;
+  c.press = "keydiff";
+  c.capacity = 2;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{1, 2}}));
+  c.capacity = 3;
+  EXPECT_EQ(make_press(c)->select(t.input()), (Selection{{0, 1, 2}}));
+}
+
 TEST(Random, ReproducibleFromTheSeed) {
   TinyLayer t(std::vector<float>(200, 1.0f), {1, 0});
   PressConfig c;

@@ -50,6 +50,7 @@ const Contract kContracts[] = {
     {"tova", Budget::kPerHead, [](const PressConfig&) { return 1; }, 0,
      "only the last token's own entry is protected; it alone scores the rest"},
     {"knorm", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
+    {"keydiff", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
     {"random", Budget::kPerHead, none, 0, "random by design: no window"},
 };
 

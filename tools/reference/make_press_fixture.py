@@ -9,7 +9,7 @@ Writes tests/fixtures/press_selections.json. Run inside tools/reference/.venv-kv
 
 References (none of them written by us):
   * NVIDIA kvpress 0.5.5 presses (SnapKVPress, PyramidKVPress, AdaKVPress(SnapKVPress),
-    StreamingLLMPress, KnormPress, ObservedAttentionPress, TOVAPress), applied to HF
+    StreamingLLMPress, KnormPress, KeyDiffPress, ObservedAttentionPress, TOVAPress), applied to HF
     transformers' LlamaForCausalLM loaded from the GGUF (dequantized to fp32).
   * A numpy (float64) transcription of the official SnapKV scoring and selection
     (SnapKV's scoring rule, as docs/presses.md gives it): sum over the window rows, max-pool with
@@ -259,6 +259,12 @@ class NumpyLayer:
     def knorm_scores(self) -> np.ndarray:
         return -np.linalg.norm(self.K, axis=-1)
 
+    def keydiff_scores(self) -> np.ndarray:
+        """-cos(k, a), a = the mean of the head's unit keys (F.normalize / cosine_similarity eps)."""
+        n = np.linalg.norm(self.K, axis=-1, keepdims=True)
+        a = (self.K / np.maximum(n, 1e-12)).mean(axis=1, keepdims=True)
+        return -(self.K * a).sum(-1) / np.maximum(n[..., 0] * np.linalg.norm(a, axis=-1), 1e-8)
+
 
 def select_window(s_prefix: np.ndarray, n_prefix: int, L: int, W: int):
     """Per KV head: top-n_prefix of the prefix scores plus the last W positions."""
@@ -407,6 +413,9 @@ def make_specs(L: int, eager: bool):
             ("kvpress.KnormPress", {"press": "knorm", "capacity": C},
              {"class": "KnormPress", "compression_ratio": r},
              lambda r=r: kp.KnormPress(compression_ratio=r)),
+            ("kvpress.KeyDiffPress", {"press": "keydiff", "capacity": C},
+             {"class": "KeyDiffPress", "compression_ratio": r},
+             lambda r=r: kp.KeyDiffPress(compression_ratio=r)),
             ("kvpress.TOVAPress", {"press": "tova", "capacity": C},
              {"class": "TOVAPress", "compression_ratio": r},
              lambda r=r: kp.TOVAPress(compression_ratio=r)),
@@ -503,6 +512,7 @@ class Multiplexer:
                 "kvpress_snap": nl.snapkv_scores(WINDOW, KERNEL, "avg", "mean"),
                 "tova": nl.tova_scores(),
                 "knorm": nl.knorm_scores(),
+                "keydiff": nl.keydiff_scores(),
                 "official_max_per_query_head": nl.snapkv_scores(WINDOW, KERNEL, "max", "sum", gqa_mean=False),
                 "official_avg_per_query_head": nl.snapkv_scores(WINDOW, KERNEL, "avg", "sum", gqa_mean=False),
             }
@@ -907,10 +917,11 @@ def finish_kvpress_case(pi, run, mux, L, n_layers, Hkv):
             if nps is not None:
                 t = nps["tova"]
                 np_kept.append([np.concatenate([topk_sorted(t, C - 1), [L - 1]]) for _ in range(Hkv)])
-        elif cls == "KnormPress":
+        elif cls in ("KnormPress", "KeyDiffPress"):
             gaps.append(layer_boundary_prefix(s, kept, L))
             if nps is not None:
-                np_kept.append([topk_sorted(nps["knorm"][h], C) for h in range(Hkv)])
+                name = "knorm" if cls == "KnormPress" else "keydiff"
+                np_kept.append([topk_sorted(nps[name][h], C) for h in range(Hkv)])
         elif cls == "ObservedAttentionPress":
             gaps.append(layer_boundary_prefix(s, kept, L))
         elif cls == "StreamingLLMPress":

@@ -11,6 +11,7 @@ std::unique_ptr<Press> make_snapkv_press(const PressConfig& c);
 std::unique_ptr<Press> make_streaming_llm_press(const PressConfig& c);
 std::unique_ptr<Press> make_h2o_press(const PressConfig& c);
 std::unique_ptr<Press> make_knorm_press(const PressConfig& c);
+std::unique_ptr<Press> make_keydiff_press(const PressConfig& c);
 std::unique_ptr<Press> make_random_press(const PressConfig& c);
 std::unique_ptr<Press> make_tova_press(const PressConfig& c);
 std::unique_ptr<Press> make_pyramidkv_press(const PressConfig& c);
