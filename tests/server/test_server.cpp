@@ -159,7 +159,9 @@ TEST(Server, CompletionsCompressPerRequest) {
 
 // serve --spec prompt-lookup: requests decode with speculation unless they turn it off, and
 // several at once have their drafts verified in the same batched steps; greedy answers are the
-// same either way, and usage reports the passes, drafts and accepted drafts.
+// same either way, and usage reports the passes, drafts and accepted drafts. How many drafts a
+// batched step takes depends on which requests share it (the free lanes of the weights' pass),
+// so acceptance is asserted on a request served alone.
 TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
   ServerProcess server("--ctx 4096 --spec prompt-lookup --spec-k 3 --spec-ngram-min 1");
   const std::string doc = essay_text().substr(0, 3000);
@@ -182,7 +184,7 @@ TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
       return server.client().Post("/v1/completions", body.dump(), "application/json");
     }));
   }
-  int drafted = 0, accepted = 0;
+  int drafted = 0;
   for (size_t i = 0; i < pending.size(); ++i) {
     auto r = pending[i].get();
     ASSERT_TRUE(r);
@@ -192,10 +194,17 @@ TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
     const json& spec = reply["usage"]["speculation"];
     EXPECT_GT(spec["passes"].get<int>(), 0);
     drafted += spec["drafted"].get<int>();
-    accepted += spec["accepted"].get<int>();
+    EXPECT_LE(spec["accepted"].get<int>(), spec["drafted"].get<int>());
   }
   EXPECT_GT(drafted, 0);
-  EXPECT_GT(accepted, 0);
+  // Alone, the quoting request drafts its whole quota each step and keeps drafts.
+  const json body = {{"prompt", doc + questions[0]}, {"max_tokens", 24}, {"temperature", 0}};
+  auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json reply = json::parse(r->body);
+  EXPECT_EQ(reply["choices"][0]["text"], plain[0]);
+  EXPECT_GT(reply["usage"]["speculation"]["accepted"].get<int>(), 0) << reply["usage"].dump();
   EXPECT_EQ(server.stop(), 0);
 }
 
