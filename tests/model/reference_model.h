@@ -7,6 +7,11 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "engine/sequence.h"
 #include "io/gguf.h"
@@ -119,6 +124,50 @@ inline double perplexity(const EssayLogits& e, int n_vocab) {
     nll += log_sum_exp(row, n_vocab) - row[e.ids[i + 1]];
   }
   return std::exp(nll / static_cast<double>(e.ids.size() - 1));
+}
+
+// Logits: only a top-1/top-2 tie this close may flip the argmax between two implementations.
+inline constexpr float kExactTie = 2e-3f;
+
+// A logits row's argmax and its top-1 minus top-2 margin.
+struct GreedyPick {
+  int32_t id;
+  float margin;
+};
+inline GreedyPick greedy_pick(std::span<const float> logits) {
+  std::vector<float> row(logits.begin(), logits.end());
+  const auto best = std::max_element(row.begin(), row.end());
+  const GreedyPick pick{static_cast<int32_t>(best - row.begin()), *best};
+  *best = -INFINITY;
+  return {pick.id, pick.margin - *std::max_element(row.begin(), row.end())};
+}
+
+// The margins of plain greedy decoding along ids after prompt, step by step.
+inline std::vector<float> plain_margins(const Decoder& model, const std::vector<int32_t>& prompt,
+                                        const std::vector<int32_t>& ids, const SequenceOptions& o) {
+  ThreadPool pool(2);
+  Sequence s(model, static_cast<int>(prompt.size() + ids.size() + 1), pool, o);
+  s.prefill(prompt);
+  std::vector<float> margins;
+  for (const int32_t id : ids) {
+    margins.push_back(greedy_pick(s.logits()).margin);
+    s.decode(id);
+  }
+  return margins;
+}
+
+// ours equals want, or parts from it only where want's top-1/top-2 margin was a near-tie.
+// Returns the step where they part (want.size() where they do not).
+inline size_t expect_same_greedy(const std::vector<int32_t>& ours, const std::vector<int32_t>& want,
+                                 const std::vector<float>& want_margins, const std::string& what) {
+  EXPECT_EQ(ours.size(), want.size()) << what;
+  const size_t n = std::min(ours.size(), want.size());
+  const size_t k = static_cast<size_t>(std::mismatch(ours.begin(), ours.begin() + n, want.begin()).first - ours.begin());
+  if (k < n) {
+    EXPECT_LT(want_margins[k], kExactTie) << what << ": parted at step " << k;
+    return k;
+  }
+  return want.size();
 }
 
 }  // namespace snapkv::test

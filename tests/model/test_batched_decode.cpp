@@ -20,8 +20,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Logits; as in test_reference_greedy.cpp: only a tie this close may flip transformers' argmax.
-constexpr float kExactTie = 2e-3f;
+using test::kExactTie;  // we match transformers' logits to 5e-4: only a tie this close may flip its argmax
 
 struct Case {
   std::string name;

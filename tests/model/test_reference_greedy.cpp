@@ -26,8 +26,7 @@ constexpr float kNearTie = 0.3f;
 // transformers' by up to about 0.5 at p99 (llama.cpp 0.508, ours 0.44: ReferenceLogits and
 // PrefillActivations), so a margin under twice llama.cpp's p99 move is within the two roundings.
 constexpr float kQ8NearTie = 0.6f;
-// Logits; we match transformers' logits to 5e-4, so only a tie this close may flip its argmax.
-constexpr float kExactTie = 2e-3f;
+using test::kExactTie;  // we match transformers' logits to 5e-4: only a tie this close may flip its argmax
 
 int argmax(std::span<const float> row) {
   return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());

@@ -21,9 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-// Logits; as in test_reference_greedy.cpp: only a tie this close may flip transformers' argmax.
-constexpr float kExactTie = 2e-3f;
-
 const Tokenizer& tokenizer() {
   static const std::unique_ptr<Tokenizer> t = Tokenizer::from_gguf(*test::reference_model().file);
   return *t;
@@ -52,34 +49,6 @@ Generated generate_greedy(Sequence& seq, const std::vector<int32_t>& prompt, int
   return g;
 }
 
-// The margins of plain greedy decoding, step by step.
-std::vector<float> plain_margins(const Decoder& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids,
-                                 const SequenceOptions& o) {
-  ThreadPool pool(2);
-  Sequence s(model, static_cast<int>(prompt.size() + ids.size() + 1), pool, o);
-  s.prefill(prompt);
-  std::vector<float> margins;
-  for (const int32_t id : ids) {
-    std::vector<float> row(s.logits().begin(), s.logits().end());
-    const auto best = std::max_element(row.begin(), row.end());
-    const float top = *best;
-    *best = -INFINITY;
-    margins.push_back(top - *std::max_element(row.begin(), row.end()));
-    s.decode(id);
-  }
-  return margins;
-}
-
-// ours equals want, or parts from it only where want's top-1/top-2 margin was a near-tie.
-void expect_same_greedy(const std::vector<int32_t>& ours, const std::vector<int32_t>& want,
-                        const std::vector<float>& want_margins, const std::string& what) {
-  ASSERT_EQ(ours.size(), want.size()) << what;
-  const size_t k = static_cast<size_t>(std::mismatch(ours.begin(), ours.end(), want.begin()).first - ours.begin());
-  if (k < want.size()) {
-    EXPECT_LT(want_margins[k], kExactTie) << what << ": parted at step " << k;
-  }
-}
-
 TEST(Speculative, PromptLookupAndDraftModelFollowTransformersGreedyContinuations) {
   const json fx = test::load_fixture("greedy_llamacpp.json");
   const Decoder& model = *test::reference_model().model;
@@ -94,7 +63,7 @@ TEST(Speculative, PromptLookupAndDraftModelFollowTransformersGreedyContinuations
     {
       Sequence s(model, n_ctx, pool, SequenceOptions{KvType::kF32, {}});
       const Generated g = generate_greedy(s, prompt, n, SpecMode::kPromptLookup);
-      expect_same_greedy(g.ids, hf, hf_margins, name + " (prompt lookup)");
+      test::expect_same_greedy(g.ids, hf, hf_margins, name + " (prompt lookup)");
       drafted += g.st.n_drafted;
       accepted += g.st.n_accepted;
     }
@@ -108,7 +77,7 @@ TEST(Speculative, PromptLookupAndDraftModelFollowTransformersGreedyContinuations
       press.window = 8;
       Sequence draft(model, n_ctx, pool, SequenceOptions{KvType::kF16, press});
       const Generated g = generate_greedy(s, prompt, n, SpecMode::kDraft, 3, &draft);
-      expect_same_greedy(g.ids, hf, hf_margins, name + " (draft model)");
+      test::expect_same_greedy(g.ids, hf, hf_margins, name + " (draft model)");
       EXPECT_GT(g.st.n_accepted, g.st.n_drafted / 2) << name;
     }
   }
@@ -168,7 +137,7 @@ TEST(Speculative, GreedyTokensCacheAndWindowEqualDecodingOneTokenAtATime) {
     const Generated a = generate_greedy(plain, prompt, kTokens, SpecMode::kNone);
     const Generated b = generate_greedy(spec, prompt, kTokens, SpecMode::kPromptLookup, 6);
     if (b.ids != a.ids) {  // only at a near-tie; the states differ from there on
-      expect_same_greedy(b.ids, a.ids, plain_margins(model, prompt, a.ids, o), pc.describe());
+      test::expect_same_greedy(b.ids, a.ids, test::plain_margins(model, prompt, a.ids, o), pc.describe());
       continue;
     }
     EXPECT_GT(b.st.n_accepted, kTokens / 4) << pc.describe();
