@@ -2,10 +2,12 @@
 // It times the engine's kernels and layers themselves (one layer's matmuls per SIMD target, the
 // weights a decode step reads), so it is built on the engine's internals (snapkv_internal), not on
 // the public API.
-//   ceilings: f32 multiply-add peak per SIMD target, memory read bandwidth (bench/probes/peak.h);
+//   ceilings: f32 multiply-add peak per SIMD target, memory read bandwidth (bench/probes/peak.h),
+//     the integer dot products' multiply-add peak (AVX-512 VNNI, bench/probes/peak_dot.h);
 //   prefill matmuls: one layer's weight matrices over a chunk of tokens, per SIMD target, against
 //     their FLOPs / that target's peak;
-//   prefill: a whole prompt (attention included) against its FLOPs / peak;
+//   prefill: a whole prompt (attention included) against its FLOPs / peak, and its matrices'
+//     multiply-adds against the integer dot peaks;
 //   decode: ms per token against (weight bytes + KV bytes read per token) / bandwidth, after a
 //     short prompt, and after a long one with the full cache and with a press; once against the
 //     best bandwidth read at the start, once against the bandwidth read around each run; with
@@ -38,6 +40,7 @@
 #include "ops/matvec_q8.h"
 #include "ops/rows8.h"
 #include "probes/peak.h"
+#include "probes/peak_dot.h"
 #include "probes/round_trip.h"
 #include "snapkv/data_dir.h"
 #include "snapkv/timer.h"
@@ -263,6 +266,16 @@ int bench_roofline(const RooflineOptions& o) {
   const double bandwidth = read_bandwidth(pool, bandwidth_buffer, o.reps);
   fmt::print("\nKernels dispatch to {}: peak {} GFLOP/s; memory read bandwidth {:.1f} GB/s ({:.0f} MiB buffer, best "
              "of {}).\n", matmul_simd_target(), gflops(best_peak), bandwidth / 1e9, o.bandwidth_mib, o.reps);
+  // The integer prefill GEMM's own ceiling: its dot-product instructions' multiply-adds per second.
+  double dot8 = 0, dot16 = 0;
+  for (int r = 0; r < o.reps; ++r) {
+    dot8 = std::max(dot8, peak_dot_macs(pool, 0.2, 8));
+    dot16 = std::max(dot16, peak_dot_macs(pool, 0.2, 16));
+  }
+  if (dot8 > 0) {
+    fmt::print("Integer dot products (AVX-512 VNNI, the prefill GEMM's): {:.1f} G multiply-adds/s with 8-bit "
+               "activations (vpdpbusd), {:.1f} G with 16-bit (vpdpwssd).\n", dot8 / 1e9, dot16 / 1e9);
+  }
   if (o.threads >= 2) {
     std::vector<double> trips;
     for (int r = 0; r < o.reps; ++r) trips.push_back(thread_round_trip_ns(pool));
@@ -294,6 +307,11 @@ int bench_roofline(const RooflineOptions& o) {
   fmt::print("| prefill {} tokens | {:.1f} ms | {:.1f} ms (FLOPs / peak) | {:.2f} | {} GFLOP/s, {:.0f}% of peak |\n",
              prefill_ids.size(), ps * 1e3, prefill_flops / best_peak * 1e3, ps * best_peak / prefill_flops,
              gflops(prefill_flops / ps), 100 * prefill_flops / ps / best_peak);
+  if (dot8 > 0) {  // the matrices' multiply-adds alone, against the integer peaks
+    const double macs = w.block_params * n / ps;
+    fmt::print("| prefill {} tokens, matmuls | | | | {:.1f} G multiply-adds/s: {:.0f}% of the 16-bit dot peak, {:.0f}% of "
+               "the 8-bit |\n", prefill_ids.size(), macs / 1e9, 100 * macs / dot16, 100 * macs / dot8);
+  }
 
   // Decode: every step reads all weights once and the whole cache of every layer.
   const std::vector<int32_t> short_ids(long_ids.begin(), long_ids.begin() + 16);
