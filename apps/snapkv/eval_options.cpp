@@ -20,7 +20,9 @@ void add_eval_options(CLI::App& app, EvalOptions& o, const std::string& lengths_
   app.add_option("--capacity", o.capacities, "KV capacities C per KV head (window included), comma-separated")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--presses", o.presses, fmt::format("presses, comma-separated: {}", fmt::join(press_names(), ", ")))
+  app.add_option("--presses", o.presses, fmt::format("presses, comma-separated: {}; each may carry options of its own, "
+                                                      "as snapkv+budget=ada+chunk=20 (the --kv-* options' names)",
+                                                      fmt::join(press_names(), ", ")))
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--out", o.out, out_help);

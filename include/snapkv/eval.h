@@ -39,7 +39,8 @@ namespace snapkv {
 struct FidelityParams {
   std::vector<int> lengths = {2048, 4096, 7168};  // prompt lengths L
   std::vector<int> capacities = {128, 256, 512, 1024};
-  std::vector<std::string> presses = press_names();  // every registered press
+  std::vector<std::string> presses = press_names();  // every registered press; each may be a spec
+                                                     // with options of its own (apply_press_spec)
   int n_eval = 256;  // continuation tokens scored after each prompt
   KvType kv_type = KvType::kF16;
   PressConfig base;  // window, kernel, pool, ...; press and capacity are set per cell
@@ -122,6 +123,7 @@ struct EvalSuiteOptions {
   std::vector<int> depths;         // niah: needle depths; longeval_lines: answer positions (percent)
   std::string needle, question, needle_answer;  // niah only; empty: the suite's
   QuestionPlacement placement = QuestionPlacement::kEnd;
+  // Press specs (apply_press_spec: a name, or snapkv+budget=ada+chunk=20), which also label the results.
   std::vector<std::string> presses = {"full", "snapkv", "pyramidkv", "ada_kv", "streaming_llm", "h2o"};
   std::vector<int> capacities = {128, 256, 512, 1024};
   KvType kv_type = KvType::kF16;

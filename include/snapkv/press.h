@@ -16,7 +16,11 @@ namespace snapkv {
 enum class PoolKind { kMax, kAvg };
 // How the scores of a KV head's query heads become the head's score (GQA models).
 enum class GqaReduce { kMean, kMax, kPerQueryHead };
-// Which formula pyramidkv and ada_kv use for budgets: the papers' or kvpress 0.5.5's.
+// How a layer's capacity is shared out, over any scoring press: every head the same (uniform),
+// shrinking from the first layer to the last (PyramidKV), or among a layer's KV heads by where
+// their scores are high (Ada-KV).
+enum class BudgetKind { kUniform, kPyramid, kAda };
+// Which formula the pyramid and ada budgets use: the papers' or kvpress 0.5.5's.
 enum class PressVariant { kPaper, kKvpress };
 
 struct PressConfig {
@@ -30,12 +34,16 @@ struct PressConfig {
   bool compress_short = false; // false (official): prompts of at most `capacity` entries stay whole,
                                // in ratio mode too; true: every prompt is pressed (kvpress)
   int sinks = 4;               // streaming_llm: initial entries always kept
-  double alpha = 0.2;          // ada_kv: share of each head's budget guaranteed (safeguard)
-  int beta = 20;               // pyramidkv: min budget = B / beta
+  BudgetKind budget = BudgetKind::kUniform;  // pyramidkv and ada_kv are snapkv with these budgets
+  double alpha = 0.2;          // budget ada: share of each head's budget guaranteed (safeguard)
+  int beta = 20;               // budget pyramid: min budget = B / beta
   PressVariant variant = PressVariant::kPaper;
   uint64_t seed = 0;           // random press
   int recompress = 0;          // > 0: during decoding, re-compress a head when it holds capacity + this many entries
-  int chunk = 0;               // > 0: keep whole chunks of this many entries, the same in every head (ChunkKV)
+  double critical = 0;         // > 0 (CriticalKV): this share of the capacity by the press's scores, the
+                               // rest by score x ||W_o v||_1 (what the entry adds to the layer's output)
+  int chunk = 0;               // > 0: keep whole chunks of this many entries (ChunkKV): the same in every
+                               // head, or each head its own with budget ada
 
   bool compresses() const { return press != "full"; }
   // A readable error (empty when valid): every option within its range in press_params(), then
@@ -90,14 +98,22 @@ struct PressParam {
 
 // Every press option, in the order the CLI help and the docs list them.
 const std::vector<PressParam>& press_params();
+
+// A press with options of its own, in one word: NAME or NAME+OPTION=VALUE+OPTION=VALUE... (e.g.
+// snapkv+budget=ada+chunk=20), as evaluations list configurations side by side. Sets c.press
+// and those options over c's other values. Returns the error, naming the spec (c is then
+// unspecified); empty when every part is a known option with an allowed value.
+std::string apply_press_spec(PressConfig& c, const std::string& spec);
 // The option with that name, or nullptr.
 const PressParam* find_press_param(const std::string& name);
 
 bool parse_pool(const std::string& s, PoolKind& out);
 bool parse_gqa(const std::string& s, GqaReduce& out);
+bool parse_budget(const std::string& s, BudgetKind& out);
 bool parse_variant(const std::string& s, PressVariant& out);
 const char* pool_name(PoolKind p);
 const char* gqa_name(GqaReduce g);
+const char* budget_name(BudgetKind b);
 const char* variant_name(PressVariant v);
 
 }  // namespace snapkv

@@ -42,7 +42,7 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
   const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
-    compressor_ = std::make_unique<Compressor>(options.press, kv_, h.n_head, pool);
+    compressor_ = std::make_unique<Compressor>(options.press, model, kv_, pool);
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, false, pool);
   }

@@ -21,7 +21,7 @@ namespace snapkv {
 
 PressConfig FidelityParams::cell_config(const std::string& press, int capacity) const {
   PressConfig c = base;
-  c.press = press;
+  apply_press_spec(c, press);  // validate() has checked it
   c.capacity = capacity;
   c.ratio = 0;
   c.recompress = 0;
@@ -48,11 +48,9 @@ std::string FidelityParams::validate(int n_ctx) const {
   if (base.gqa == GqaReduce::kPerQueryHead) {
     return "per_query_head needs a replicated cache, which the fidelity evaluation does not build; use mean or max";
   }
-  const std::vector<std::string>& known = press_names();
   for (const std::string& p : presses) {
-    if (std::find(known.begin(), known.end(), p) == known.end()) {
-      return fmt::format("unknown press '{}' (one of: {})", p, fmt::join(known, ", "));
-    }
+    PressConfig probe = base;
+    if (std::string err = apply_press_spec(probe, p); !err.empty()) return err;
     if (std::count(presses.begin(), presses.end(), p) > 1) return fmt::format("press '{}' is listed twice", p);
     for (int c : capacities) {
       if (const std::string err = cell_config(p, c).validate(); !err.empty()) {

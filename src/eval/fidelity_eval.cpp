@@ -41,6 +41,7 @@ nlohmann::json cell_json(const FidelityCell& c, const FidelityParams& p, const s
       {"pool", pool_name(pc.pool)},
       {"gqa", gqa_name(pc.gqa)},
       {"variant", variant_name(pc.variant)},
+      {"budget", budget_name(pc.budget)},
       {"compress_short", pc.compress_short},
   };
 }

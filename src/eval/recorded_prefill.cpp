@@ -41,7 +41,7 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
   for (int il = 0; il < c.n_layer(); ++il) {
     LayerInput in = recorder_.input(il, c.layer(il));
     in.score_memo = &score_memo_[static_cast<size_t>(il)];
-    const LayerKept k = press_layer(press, c, il, in);
+    const LayerKept k = press_layer(press, c, il, in, *model_);
     if (kept) (*kept)[il] = k;
   }
   return c;

@@ -115,15 +115,12 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
   int64_t window = 1;
   bool observed = false;
   std::map<std::pair<std::string, int>, std::unique_ptr<Press>> presses;
+  FidelityParams cells;  // the press of each (press, capacity) cell, as the fidelity evaluation builds it
+  cells.base = o.base;
   for (const std::string& p : o.presses) {
     if (p == "full") continue;
     for (int c : o.capacities) {
-      PressConfig pc = o.base;
-      pc.press = p;
-      pc.capacity = c;
-      pc.ratio = 0;
-      pc.recompress = 0;
-      auto press = make_press(pc);
+      auto press = make_press(cells.cell_config(p, c));
       window = std::max<int64_t>(window, press->window());
       observed |= press->needs_observed_attention();
       presses[{p, c}] = std::move(press);

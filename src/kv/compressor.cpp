@@ -7,9 +7,10 @@
 
 namespace snapkv {
 
-Compressor::Compressor(const PressConfig& cfg, KvCache& cache, int n_head, ThreadPool& pool)
-    : press_(make_press(cfg)), cache_(cache),
-      recorder_(cache.n_layer(), n_head, cache.head_dim(), press_->window(), press_->needs_observed_attention(), pool),
+Compressor::Compressor(const PressConfig& cfg, const Decoder& model, KvCache& cache, ThreadPool& pool)
+    : press_(make_press(cfg)), model_(model), cache_(cache),
+      recorder_(cache.n_layer(), model.hparams().n_head, cache.head_dim(), press_->window(),
+                press_->needs_observed_attention(), pool),
       kept_(cache.n_layer()) {}
 
 void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress, bool extend) {
@@ -33,14 +34,16 @@ void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* p
 
 void Compressor::layer_done(int il) {
   if (compress_) {
-    kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)));
+    kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)), model_);
     recorder_.release(il);
     return;
   }
   // Re-compression during generation, once a head grew `recompress` entries past the capacity.
   const PressConfig& c = press_->config();
   if (c.recompress == 0 || press_->needs_observed_attention() || c.ratio > 0) return;
-  if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)));
+  if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) {
+    kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)), model_);
+  }
 }
 
 void Compressor::reset() {

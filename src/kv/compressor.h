@@ -15,7 +15,7 @@ namespace snapkv {
 
 class Compressor final : public LayerObserver {
  public:
-  Compressor(const PressConfig& cfg, KvCache& cache, int n_head, ThreadPool& pool);
+  Compressor(const PressConfig& cfg, const Decoder& model, KvCache& cache, ThreadPool& pool);
 
   // Before each forward call of n_tok tokens starting at first_pos. compress: the press selects
   // when each layer is done (prompt prefills); otherwise only re-compression may happen.
@@ -39,6 +39,7 @@ class Compressor final : public LayerObserver {
 
  private:
   std::unique_ptr<Press> press_;
+  const Decoder& model_;
   KvCache& cache_;
   LayerRecorder recorder_;
   std::vector<LayerKept> kept_;

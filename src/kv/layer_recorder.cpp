@@ -104,12 +104,17 @@ size_t LayerRecorder::bytes() const {
   return n;
 }
 
-LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in) {
+LayerKept press_layer(const Press& press, KvCache& cache, int il, LayerInput in, const Decoder& model) {
   LayerKept k;
   for (const KvHeadView& h : in.kv) k.total += h.n;
   // A sliding-window layer keeps its window (the cache drops what falls out of it); presses
   // compress the layers that see the whole context.
   if (cache.window(il) > 0) return LayerKept{k.total, k.total};
+  std::vector<float> out_proj;
+  if (press.needs_out_proj()) {
+    out_proj = model.out_proj(il);
+    in.out_proj = out_proj;
+  }
   const Selection sel = press.select(in);
   for (size_t ih = 0; ih < sel.size(); ++ih) cache.keep(il, static_cast<int>(ih), sel[ih]);
   for (const KvHeadView& h : cache.layer(il)) k.kept += h.n;

@@ -56,7 +56,8 @@ class LayerRecorder final : public LayerObserver {
 };
 
 // Runs the press on layer il of cache with the given input and keeps its selection; a
-// sliding-window layer stays as it is.
-LayerKept press_layer(const Press& press, KvCache& cache, int il, const LayerInput& in);
+// sliding-window layer stays as it is. model gives the layer's output projection to a press that
+// needs it.
+LayerKept press_layer(const Press& press, KvCache& cache, int il, LayerInput in, const Decoder& model);
 
 }  // namespace snapkv

@@ -3,7 +3,8 @@
 
 #include <fmt/format.h>
 
-
+#include "kv/press_budget.h"
+#include "kv/press_scores.h"
 #include "kv/presses/presses.h"
 #include "util/error.h"
 
@@ -15,6 +16,8 @@ struct Registered {
   std::unique_ptr<Press> (*make)(const PressConfig&);
   // The capacity includes the observation window, so it must be larger than the window.
   bool window_in_capacity;
+  // A name for a scorer with a budget of its own (pyramidkv, ada_kv): the budget it implies.
+  BudgetKind budget = BudgetKind::kUniform;
 };
 
 // The one list of presses: a new press is a file in kv/presses/ and a line here.
@@ -23,10 +26,10 @@ const std::vector<Registered>& registry() {
       {{"full", "keeps every entry (the uncompressed baseline)"}, make_full_press, false},
       {{"snapkv", "the window, and the prefix entries the window's queries attend to most (pooled)"},
        make_snapkv_press, true},
-      {{"pyramidkv", "SnapKV's scores, with layer budgets that shrink linearly from the first layer to the last"},
-       make_pyramidkv_press, true},
-      {{"ada_kv", "SnapKV's scores, with each layer's budget shared adaptively among its KV heads"},
-       make_ada_kv_press, true},
+      {{"pyramidkv", "snapkv with budget pyramid: layer budgets that shrink linearly from the first layer to the last"},
+       make_snapkv_press, true, BudgetKind::kPyramid},
+      {{"ada_kv", "snapkv with budget ada: each layer's budget shared adaptively among its KV heads"},
+       make_snapkv_press, true, BudgetKind::kAda},
       {{"streaming_llm", "the first `sinks` entries (attention sinks) and the most recent ones"},
        make_streaming_llm_press, false},
       {{"h2o", "the entries that received the most attention from the prompt's queries (observed attention)"},
@@ -78,8 +81,10 @@ std::string PressConfig::validate() const {
     return fmt::format("the KV capacity ({}) must be larger than the observation window ({}): the capacity includes the window",
                        capacity, window);
   }
-  if (chunk > 0 && press == "ada_kv") {
-    return "chunk does not go with ada_kv: its heads keep different numbers of entries";
+  if (const BudgetKind own = find_registered(press)->budget; own != BudgetKind::kUniform && budget != BudgetKind::kUniform &&
+      budget != own) {
+    return fmt::format("{} is snapkv with budget {}: for budget {}, name snapkv", press, budget_name(own),
+                       budget_name(budget));
   }
   if (chunk > 0 && ratio == 0 && chunk > capacity) {
     return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", chunk, capacity);
@@ -92,15 +97,24 @@ std::string PressConfig::validate() const {
 
 std::string PressConfig::describe() const {
   if (!compresses()) return "full";
-  std::string budget = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
-  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{})", press, budget, window, kernel,
+  std::string size = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
+  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{})", press, size, window, kernel,
                      pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "",
+                     budget != BudgetKind::kUniform ? fmt::format(", budget {}", budget_name(budget)) : "",
                      chunk > 0 ? fmt::format(", chunks of {}", chunk) : "");
+}
+
+Selection Press::select(const LayerInput& in) const {
+  if (!cfg_.compresses() || layer_is_short(cfg_, in.kv)) return {};
+  return select_budgeted(cfg_, in, score(in));
 }
 
 std::unique_ptr<Press> make_press(const PressConfig& c) {
   if (const std::string err = c.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  return find_registered(c.press)->make(c);
+  const Registered& r = *find_registered(c.press);
+  PressConfig resolved = c;
+  if (r.budget != BudgetKind::kUniform) resolved.budget = r.budget;
+  return r.make(resolved);
 }
 
 }  // namespace snapkv

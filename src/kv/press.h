@@ -1,7 +1,9 @@
 #pragma once
 // The press interface: at the end of a layer's prefill, a press sees that layer's stored entries
-// and the last queries, and returns which entries each stored head keeps. Presses know nothing
-// about models; one file per press in kv/presses/, one line each in the registry (press.cpp).
+// and the last queries, scores every entry of every stored head, and the budget stage shared by
+// all presses (kv/press_budget.h: uniform, pyramid or ada budgets, chunks) chooses which entries
+// each head keeps. Presses know nothing about models; one file per press in kv/presses/, one line
+// each in the registry (press.cpp).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,6 +34,9 @@ struct LayerInput {
   // that saw each entry). Empty unless the press asks for it.
   std::span<const std::vector<float>> observed;
   int32_t first_new_pos = 0;
+  // The layer's attention output projection, f32 [n_embd rows][n_head * head_dim], when the press
+  // weighs entries by what their values add to the output (CriticalKV); empty otherwise.
+  std::span<const float> out_proj;
   ThreadPool* pool = nullptr;
   // Optional: SnapKV's scores of this input, kept by whoever presses it several times (an
   // evaluation presses one recorded layer with snapkv, pyramidkv and ada_kv at every capacity).
@@ -41,19 +46,26 @@ struct LayerInput {
 
 // Kept entry indices per stored head, ascending. An empty Selection keeps everything.
 using Selection = std::vector<std::vector<int32_t>>;
+// Scores per stored head and entry: higher is kept, kKeepAlways (press_scores.h) always.
+using HeadScores = std::vector<std::vector<float>>;
 
 class Press {
  public:
   explicit Press(const PressConfig& c) : cfg_(c) {}
   virtual ~Press() = default;
-  // The selection for one layer. Leaves the layer whole (empty Selection) when it is short.
-  virtual Selection select(const LayerInput& in) const = 0;
+  // The selection for one layer: score(), then the configured budget. Leaves the layer whole
+  // (empty Selection) when it is short or the press is `full`.
+  Selection select(const LayerInput& in) const;
   // Queries the press scores with (the last ones of the prompt).
   virtual int window() const { return cfg_.window; }
   virtual bool needs_observed_attention() const { return false; }
+  // Whether its input must carry the layer's output projection (LayerInput::out_proj).
+  bool needs_out_proj() const { return cfg_.critical > 0; }
   const PressConfig& config() const { return cfg_; }
 
  protected:
+  // Every entry's score in every stored head of the layer.
+  virtual HeadScores score(const LayerInput& in) const = 0;
   PressConfig cfg_;
 };
 

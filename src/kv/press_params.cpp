@@ -3,6 +3,7 @@
 // docs table are generated from it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +17,7 @@ namespace {
 
 constexpr PoolKind kPools[] = {PoolKind::kMax, PoolKind::kAvg};
 constexpr GqaReduce kGqas[] = {GqaReduce::kMean, GqaReduce::kMax, GqaReduce::kPerQueryHead};
+constexpr BudgetKind kBudgets[] = {BudgetKind::kUniform, BudgetKind::kPyramid, BudgetKind::kAda};
 constexpr PressVariant kVariants[] = {PressVariant::kPaper, PressVariant::kKvpress};
 
 constexpr double kInt64Max = static_cast<double>(std::numeric_limits<int64_t>::max());
@@ -111,16 +113,24 @@ std::vector<PressParam> make_table() {
   p.get = get_int<&PressConfig::sinks>, p.put = put_int<&PressConfig::sinks>;
   t.push_back(p);
 
-  p = number("alpha", T::kReal, 0, 1, "ada_kv: guaranteed share of each head's budget");
+  p = choice("budget", names_of(kBudgets, budget_name),
+             "how the capacity is shared, over any scoring press: the same for every head (uniform), shrinking "
+             "from the first layer to the last (pyramid, PyramidKV), or among a layer's KV heads by their scores "
+             "(ada, Ada-KV)");
+  p.get = [](const PressConfig& c) -> PressValue { return budget_name(c.budget); };
+  p.put = [](PressConfig& c, const PressValue& v) { parse_budget(std::get<std::string>(v), c.budget); };
+  t.push_back(p);
+
+  p = number("alpha", T::kReal, 0, 1, "budget ada: guaranteed share of each head's budget");
   p.get = get_real<&PressConfig::alpha>, p.put = put_real<&PressConfig::alpha>;
   t.push_back(p);
 
-  p = number("beta", T::kInt, 1, 1 << 16, "pyramidkv: smallest layer budget = budget / beta");
+  p = number("beta", T::kInt, 1, 1 << 16, "budget pyramid: smallest layer budget = budget / beta");
   p.get = get_int<&PressConfig::beta>, p.put = put_int<&PressConfig::beta>;
   t.push_back(p);
 
   p = choice("variant", names_of(kVariants, variant_name),
-             "pyramidkv and ada_kv budget formulas: the papers' or kvpress 0.5.5's");
+             "pyramid and ada budget formulas: the papers' or kvpress 0.5.5's");
   p.get = [](const PressConfig& c) -> PressValue { return variant_name(c.variant); };
   p.put = [](PressConfig& c, const PressValue& v) { parse_variant(std::get<std::string>(v), c.variant); };
   t.push_back(p);
@@ -134,9 +144,17 @@ std::vector<PressParam> make_table() {
   p.get = get_int<&PressConfig::recompress>, p.put = put_int<&PressConfig::recompress>;
   t.push_back(p);
 
+  p = number("critical", T::kReal, 0, 1,
+             "CriticalKV, over any scoring press: this share of the capacity by the press's scores, the rest by "
+             "score x |W_o v|_1, what each entry's value adds to the layer's output (0 = off; the paper: 0.5)");
+  p.min_open = true;
+  p.zero_allowed = true;
+  p.get = get_real<&PressConfig::critical>, p.put = put_real<&PressConfig::critical>;
+  t.push_back(p);
+
   p = number("chunk", T::kInt, 0, 1 << 16,
-             "keep whole chunks of N entries, the same chunks in every head of a layer, best mean score first "
-             "(ChunkKV; 0 = single entries)");
+             "keep whole chunks of N entries, best mean score first, the same chunks in every head of a layer "
+             "(each head its own with budget ada) (ChunkKV; 0 = single entries)");
   p.get = get_int<&PressConfig::chunk>, p.put = put_int<&PressConfig::chunk>;
   t.push_back(p);
 
@@ -160,6 +178,28 @@ const PressParam* find_press_param(const std::string& name) {
     if (p.name == name) return &p;
   }
   return nullptr;
+}
+
+std::string apply_press_spec(PressConfig& c, const std::string& spec) {
+  size_t begin = 0;
+  for (bool first = true; begin <= spec.size(); first = false) {
+    const size_t end = std::min(spec.find('+', begin), spec.size());
+    const std::string part = spec.substr(begin, end - begin);
+    begin = end + 1;
+    const size_t eq = part.find('=');
+    const std::string name = first ? "press" : part.substr(0, eq);
+    const std::string value = first ? part : eq == std::string::npos ? std::string() : part.substr(eq + 1);
+    if (!first && (eq == std::string::npos || name == "press")) {
+      return fmt::format("press '{}': '{}' is not OPTION=VALUE (one option of the table after the press name)", spec,
+                         part);
+    }
+    const PressParam* p = find_press_param(name);
+    if (!p) return fmt::format("press '{}': unknown option '{}'", spec, name);
+    if (std::string err = p->set_text(c, value, first ? "" : name); !err.empty()) {
+      return first ? err : fmt::format("press '{}': {}", spec, err);
+    }
+  }
+  return {};
 }
 
 const char* PressParam::type_name() const {
@@ -266,6 +306,13 @@ bool parse_gqa(const std::string& s, GqaReduce& out) {
   return false;
 }
 
+bool parse_budget(const std::string& s, BudgetKind& out) {
+  for (BudgetKind b : kBudgets) {
+    if (s == budget_name(b)) return out = b, true;
+  }
+  return false;
+}
+
 bool parse_variant(const std::string& s, PressVariant& out) {
   for (PressVariant v : kVariants) {
     if (s == variant_name(v)) return out = v, true;
@@ -276,6 +323,9 @@ bool parse_variant(const std::string& s, PressVariant& out) {
 const char* pool_name(PoolKind p) { return p == PoolKind::kMax ? "max" : "avg"; }
 const char* gqa_name(GqaReduce g) {
   return g == GqaReduce::kMean ? "mean" : g == GqaReduce::kMax ? "max" : "per_query_head";
+}
+const char* budget_name(BudgetKind b) {
+  return b == BudgetKind::kUniform ? "uniform" : b == BudgetKind::kPyramid ? "pyramid" : "ada";
 }
 const char* variant_name(PressVariant v) { return v == PressVariant::kPaper ? "paper" : "kvpress"; }
 

@@ -85,6 +85,9 @@ HeadScores compute_snapkv_scores(const PressConfig& cfg, const LayerInput& in) {
   HeadScores s = window_attention(in, w);
   const int n_group = in.n_head / static_cast<int>(in.kv.size());
   for (int h = 0; h < in.n_head; ++h) {
+    // The mean over the window's rows, as kvpress (the order is the sum's; CriticalKV's epsilon
+    // is added to scores of this size).
+    for (float& x : s[h]) x /= static_cast<float>(w);
     const int64_t prefix = std::max<int64_t>(0, in.kv[h / n_group].n - w);
     s[h] = pool1d(std::span<const float>(s[h]).first(static_cast<size_t>(prefix)), cfg.kernel, cfg.pool);
   }

@@ -12,8 +12,6 @@ namespace snapkv {
 
 inline constexpr float kKeepAlways = std::numeric_limits<float>::infinity();
 
-using HeadScores = std::vector<std::vector<float>>;  // [stored head][entry]
-
 // Entries of the layer's longest head.
 int64_t longest_head(std::span<const KvHeadView> kv);
 // Entries per KV head a layer keeps: cfg.capacity, or int(n * (1 - ratio)) (at least 1) where n
@@ -41,6 +39,13 @@ HeadScores reduce_gqa(const HeadScores& per_query_head, int n_stored, GqaReduce 
 // SnapKV's scores: window attention over the prefix (all entries but the last w), pooled, reduced
 // over GQA groups; the window's entries get kKeepAlways.
 HeadScores snapkv_scores(const PressConfig& cfg, const LayerInput& in);
+
+// CriticalKV (cfg.critical > 0; kvpress's CriticalKVPress): per stored head, the best
+// int(C * critical) entries by the press's scores s come first (C: the capacity, or
+// (1 - ratio) * n); the others are ranked by (score + 1e-4) * ||W_o,h v||_1, the L1 norm of what
+// the entry's value adds to the layer's output through each query head h reading it (in.out_proj),
+// averaged over the head's query group. Protected entries (kKeepAlways) stay protected.
+HeadScores critical_scores(const PressConfig& cfg, const LayerInput& in, HeadScores s);
 
 // Indices of the n highest scores (ties: the earlier entry), ascending.
 std::vector<int32_t> top_k(std::span<const float> scores, int64_t n);

@@ -121,6 +121,9 @@ class Decoder {
   virtual void decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits,
                             ThreadPool& pool) const = 0;
 
+  // Layer il's attention output projection, dequantized to f32: [n_embd rows][n_head * head_dim].
+  virtual std::vector<float> out_proj(int il) const = 0;
+
  protected:
   ModelHparams hp_;
   DecoderOptions opts_;

@@ -59,6 +59,12 @@ class Transformer final : public Decoder {
                                              KvStore& kv, LogitsMode mode, std::vector<float>& logits,
                                              ThreadPool& pool, LayerObserver* observer) const override;
   void decode_batch(std::span<const DecodeRow> rows, std::vector<float>& logits, ThreadPool& pool) const override;
+  std::vector<float> out_proj(int il) const override {
+    const WeightMatrix& wo = layers_.at(static_cast<size_t>(il)).wo;
+    std::vector<float> w(static_cast<size_t>(wo.n_out * wo.n_in));
+    for (int64_t r = 0; r < wo.n_out; ++r) get_row(wo, r, w.data() + r * wo.n_in);
+    return w;
+  }
 
   // The pieces of a layer and of the output, shared by forward passes and batched decoding.
   // Embeddings of tokens into x [n, n_embd].

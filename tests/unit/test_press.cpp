@@ -5,8 +5,10 @@
 
 #include <cmath>
 
+#include "kv/press_budget.h"
 #include "kv/press_scores.h"
 #include "kv/presses/presses.h"
+#include "util/error.h"
 
 namespace snapkv {
 namespace {
@@ -192,6 +194,59 @@ TEST(AdaKv, HeadBudgetsByHand) {
   EXPECT_EQ(ada_prefix_budgets({{9, 8}, {1, 1, 1, 1}}, 3, 0.0), (std::vector<int64_t>{2, 4}));
 }
 
+// The budget stage over scores of any press: Ada-KV's shared layer budget, with and without
+// protected entries, and with per-head chunks.
+TEST(Budgets, AdaSharesTheLayerAmongTheHeadsOfAnyScorer) {
+  std::vector<KvHeadView> views(2);
+  for (KvHeadView& v : views) v.n = 6;
+  LayerInput in;
+  in.kv = views;
+  PressConfig c;
+  c.press = "knorm";
+  c.capacity = 3;
+  c.budget = BudgetKind::kAda;
+  c.alpha = 0;
+  // The 6 best of both heads: 9 8 7 6 1 and the first 0 (of head 0): head 0 gets 5, head 1 one.
+  const HeadScores s = {{9, 8, 7, 1, 0, 0}, {6, 0, 0, 0, 0, 0}};
+  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 1, 2, 3, 4}, {0}}));
+  // Protected entries (kKeepAlways) stay outside the shared budget: B = 3 - 1 = 2 per head, the 4
+  // best unprotected scores are 9 8 7 (head 0) and 6 (head 1).
+  const HeadScores p = {{9, 8, 7, 1, 0, kKeepAlways}, {6, 0, 0, 0, 0, kKeepAlways}};
+  EXPECT_EQ(select_budgeted(c, in, p), (Selection{{0, 1, 2, 5}, {0, 5}}));
+  // Chunks of 2 per head: head 0's budget 5 holds its two best chunks, head 1's budget of 1 gets
+  // one whole chunk (a head keeps at least one).
+  c.chunk = 2;
+  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 1, 2, 3}, {0, 1}}));
+}
+
+// CriticalKV: half the capacity by the press's scores (the protected entry among them, as kvpress's
+// window scores the maximum), the rest by score x ||W_o v||_1.
+TEST(Budgets, CriticalKvWeighsTheRestByWhatTheValuesAddToTheOutput) {
+  // Values whose L1 norms are 1, 1, 10, 1, 100, 1 through W_o = [[1, 0], [0, -1]] (n_embd 2).
+  const std::vector<float> v = {1, 0, 0, 1, 4, 6, 0, -1, 50, 50, 1, 0};
+  const std::vector<int32_t> pos = {0, 1, 2, 3, 4, 5};
+  const KvHeadView view{6, v.data(), v.data(), pos.data()};
+  const std::vector<float> wo = {1, 0, 0, -1};
+  ThreadPool pool(1);
+  LayerInput in;
+  in.n_head = 1;
+  in.head_dim = 2;
+  in.kv = {&view, 1};
+  in.out_proj = wo;
+  in.pool = &pool;
+  PressConfig c;
+  c.press = "snapkv";
+  c.capacity = 4;
+  const HeadScores s = {{5, 4, 3, 2, 1, kKeepAlways}};
+  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 1, 2, 5}}));
+  // Stage 1 keeps int(4 x 0.5) = 2: entry 5 (protected) and 0; then 4 (1 x 100) and 2 (3 x 10)
+  // beat 1 (4 x 1) and 3 (2 x 1).
+  c.critical = 0.5;
+  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 2, 4, 5}}));
+  in.out_proj = {};
+  EXPECT_THROW(select_budgeted(c, in, s), Error);
+}
+
 TEST(StreamingLlm, KeepsSinksAndRecentEntries) {
   TinyLayer t(std::vector<float>(20, 1.0f), {1, 0});
   PressConfig c;
@@ -267,8 +322,12 @@ TEST(PressConfig, RejectsInvalidCombinations) {
   EXPECT_NE(c.validate().find("must fit in the KV capacity"), std::string::npos);
   c.chunk = 16;
   EXPECT_EQ(c.validate(), "");
-  c.press = "ada_kv";
-  EXPECT_NE(c.validate().find("chunk does not go with ada_kv"), std::string::npos);
+  c.press = "ada_kv";  // each head takes its own chunks
+  EXPECT_EQ(c.validate(), "");
+  c.budget = BudgetKind::kPyramid;
+  EXPECT_NE(c.validate().find("ada_kv is snapkv with budget ada: for budget pyramid, name snapkv"), std::string::npos);
+  c.budget = BudgetKind::kAda;
+  EXPECT_EQ(c.validate(), "");
   c.chunk = 0;
   c.press = "snap";
   EXPECT_NE(c.validate().find("unknown press 'snap'"), std::string::npos);

@@ -1,9 +1,10 @@
 // The contract every registered press keeps, checked on the same synthetic layers for each name
-// in the registry (a new press is run here without anyone listing it): positions within the
-// layer, strictly ascending (so unique and sorted), the same selection from two instances, its
-// budget rule, the tail of the prompt it promises to keep, and prompts no longer than the
-// capacity kept whole. What each press promises is stated in kContracts, with the reason where a
-// press keeps no window; a registered press missing from that table fails the test.
+// in the registry (a new press is run here without anyone listing it) and with each budget
+// (uniform, pyramid, ada): positions within the layer, strictly ascending (so unique and sorted),
+// the same selection from two instances, the budget's rule, the tail of the prompt it promises to
+// keep, and prompts no longer than the capacity kept whole. What each press promises is stated in
+// kContracts, with the reason where a press keeps no window; a registered press missing from that
+// table fails the test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,18 +22,20 @@ constexpr int kCapacity = 24, kWindow = 8;
 
 enum class Budget {
   kWhole,       // keeps every entry (an empty Selection)
-  kPerHead,     // every head keeps exactly the capacity
-  kPerLayer,    // every head of a layer keeps the layer's budget (>= the window); the budgets
-                // average the capacity over the layers (pyramidkv)
-  kLayerTotal,  // a layer's heads share n_kv_heads * capacity, each keeping at least the window (ada_kv)
+  kPerHead,     // every head keeps exactly the capacity (budget uniform)
+  kPerLayer,    // every head of a layer keeps the layer's budget (>= its protected tail); the
+                // budgets average the capacity over the layers (budget pyramid)
+  kLayerTotal,  // a layer's heads share n_kv_heads * capacity, each keeping at least its protected
+                // tail (budget ada)
 };
 
 struct Contract {
   const char* press;
-  Budget budget;
-  // How many of the prompt's last entries every head keeps, given the config.
+  Budget budget;  // with the default budget, uniform
+  // How many of the prompt's last entries every head keeps with budget uniform, given the config;
+  // with the other budgets, only the scoring window's (press->window()).
   int (*kept_tail)(const PressConfig&);
-  int kept_head;    // how many of its first entries
+  int kept_head;    // how many of its first entries (protected: kept under every budget)
   const char* why;  // where the promise comes from, or why there is none
 };
 
@@ -121,31 +124,38 @@ struct Layers {
   }
 };
 
-PressConfig config_of(const std::string& press) {
+PressConfig config_of(const std::string& press, BudgetKind budget = BudgetKind::kUniform) {
   PressConfig c;
   c.press = press;
   c.capacity = kCapacity;
   c.window = kWindow;
+  c.budget = budget;
   return c;
 }
 
-TEST(PressContract, EveryRegisteredPressKeepsItsPromises) {
+TEST(PressContract, EveryRegisteredPressKeepsItsPromisesUnderEveryBudget) {
   Layers layers(96);  // longer than the capacity: every press compresses
   ASSERT_FALSE(press_infos().empty());
   for (const PressInfo& info : press_infos()) {
-    SCOPED_TRACE(info.name);
-    const PressConfig cfg = config_of(info.name);
+   for (const BudgetKind budget : {BudgetKind::kUniform, BudgetKind::kPyramid, BudgetKind::kAda}) {
+    SCOPED_TRACE(info.name + ", budget " + budget_name(budget));
+    const PressConfig cfg = config_of(info.name, budget);
+    if (!cfg.validate().empty()) continue;  // pyramidkv and ada_kv have their own budget
     const auto press = make_press(cfg), again = make_press(cfg);
     const Contract* contract = contract_of(info.name);
     EXPECT_TRUE(contract) << "press '" << info.name << "' has no row in kContracts: state its budget rule and "
                           << "which entries it always keeps";
+    if (contract && contract->budget == Budget::kWhole && budget != BudgetKind::kUniform) continue;
+    const Budget rule = !contract || budget == BudgetKind::kUniform ? (contract ? contract->budget : Budget::kPerHead)
+                        : budget == BudgetKind::kPyramid          ? Budget::kPerLayer
+                                                                  : Budget::kLayerTotal;
     int64_t layers_total = 0;
     for (int il = 0; il < kLayers; ++il) {
       SCOPED_TRACE("layer " + std::to_string(il));
       const Selection sel = press->select(layers.input(il));
       EXPECT_EQ(again->select(layers.input(il)), sel) << "two instances disagree";
       EXPECT_EQ(press->select(layers.input(il)), sel) << "two runs disagree";
-      if (contract && contract->budget == Budget::kWhole) {
+      if (rule == Budget::kWhole) {
         EXPECT_TRUE(sel.empty());
         continue;
       }
@@ -161,7 +171,8 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromises) {
         layer_total += static_cast<int64_t>(kept.size());
         if (!contract) continue;
         // The tail it promises, and at least the queries it scores with.
-        const int tail = std::max(contract->kept_tail(cfg), press->window());
+        const int tail = budget == BudgetKind::kUniform ? std::max(contract->kept_tail(cfg), press->window())
+                                                        : press->window();
         for (int64_t p = layers.n - tail; p < layers.n; ++p) {
           EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "tail position " << p << " dropped ("
                                                                        << contract->why << ")";
@@ -169,25 +180,26 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromises) {
         for (int32_t p = 0; p < contract->kept_head; ++p) {
           EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "head position " << p << " dropped";
         }
-        if (contract->budget == Budget::kPerHead) {
+        if (rule == Budget::kPerHead) {
           EXPECT_EQ(kept.size(), static_cast<size_t>(kCapacity));
         }
-        if (contract->budget == Budget::kPerLayer) {
+        if (rule == Budget::kPerLayer) {
           EXPECT_EQ(kept.size(), sel[0].size()) << "heads of a layer differ";
         }
-        if (contract->budget == Budget::kPerLayer || contract->budget == Budget::kLayerTotal) {
-          EXPECT_GE(kept.size(), static_cast<size_t>(kWindow));
+        if (rule == Budget::kPerLayer || rule == Budget::kLayerTotal) {
+          EXPECT_GE(kept.size(), static_cast<size_t>(std::max(tail, contract->kept_head)));
         }
       }
-      if (contract && contract->budget == Budget::kLayerTotal) {
+      if (rule == Budget::kLayerTotal) {
         EXPECT_EQ(layer_total, kKvHeads * kCapacity);
       }
       layers_total += layer_total;
     }
-    // pyramidkv's budgets are rounded one by one: each layer may be off by one.
-    if (contract && contract->budget == Budget::kPerLayer) {
+    // Pyramid budgets are rounded one by one: each layer may be off by one.
+    if (rule == Budget::kPerLayer) {
       EXPECT_NEAR(static_cast<double>(layers_total), kLayers * kKvHeads * kCapacity, kLayers * kKvHeads);
     }
+   }
   }
 }
 

@@ -79,6 +79,28 @@ TEST(PressParams, CommandLineWords) {
   EXPECT_EQ(c.press, before.press);
 }
 
+// Press specs: a name, then OPTION=VALUE parts over the other values of the config.
+TEST(PressParams, PressSpecsCarryOptionsOfTheirOwn) {
+  PressConfig c;
+  c.kernel = 15;
+  EXPECT_EQ(apply_press_spec(c, "snapkv+budget=ada+chunk=20+critical=0.5"), "");
+  EXPECT_EQ(c.press, "snapkv");
+  EXPECT_EQ(c.budget, BudgetKind::kAda);
+  EXPECT_EQ(c.chunk, 20);
+  EXPECT_DOUBLE_EQ(c.critical, 0.5);
+  EXPECT_EQ(c.kernel, 15);  // untouched
+  EXPECT_EQ(apply_press_spec(c, "keydiff"), "");
+  EXPECT_EQ(c.press, "keydiff");
+  EXPECT_TRUE(contains(apply_press_spec(c, "snap"), "unknown press 'snap'"));
+  EXPECT_EQ(apply_press_spec(c, "snapkv+chunk"), "press 'snapkv+chunk': 'chunk' is not OPTION=VALUE (one option of "
+                                                  "the table after the press name)");
+  EXPECT_EQ(apply_press_spec(c, "snapkv+press=h2o"), "press 'snapkv+press=h2o': 'press=h2o' is not OPTION=VALUE (one "
+                                                      "option of the table after the press name)");
+  EXPECT_EQ(apply_press_spec(c, "snapkv+size=3"), "press 'snapkv+size=3': unknown option 'size'");
+  EXPECT_TRUE(contains(apply_press_spec(c, "snapkv+kernel=4"), "press 'snapkv+kernel=4': kernel must be odd"));
+  EXPECT_TRUE(contains(apply_press_spec(c, "snapkv+"), "'' is not OPTION=VALUE"));
+}
+
 TEST(PressParams, JsonTypedValues) {
   PressConfig c;
   const std::string label = "'kv_compression.capacity'";

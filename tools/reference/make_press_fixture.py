@@ -9,7 +9,8 @@ Writes tests/fixtures/press_selections.json. Run inside tools/reference/.venv-kv
 
 References (none of them written by us):
   * NVIDIA kvpress 0.5.5 presses (SnapKVPress, PyramidKVPress, AdaKVPress(SnapKVPress),
-    StreamingLLMPress, KnormPress, KeyDiffPress, ObservedAttentionPress, TOVAPress), applied to HF
+    AdaKVPress(KeyDiffPress) (Ada-KV's budget over another scorer), StreamingLLMPress,
+    KnormPress, KeyDiffPress, ObservedAttentionPress, TOVAPress), applied to HF
     transformers' LlamaForCausalLM loaded from the GGUF (dequantized to fp32).
   * A numpy (float64) transcription of the official SnapKV scoring and selection
     (SnapKV's scoring rule, as docs/presses.md gives it): sum over the window rows, max-pool with
@@ -107,6 +108,7 @@ WINDOW = 32
 KERNEL = 7
 SINKS = 4
 ALPHA = 0.2
+CRITICAL = 0.5  # CriticalKVPress's first_stage_ratio (its default)
 BETA = 20
 BAND_EPS = (1e-6, 1e-5, 1e-4)
 
@@ -342,7 +344,8 @@ def layer_boundary_prefix(scores: np.ndarray, kept: list, n_cand: int):
 
 
 def layer_boundary_ada(scores: np.ndarray, kept: list, n_kept: int, alpha: float, window: int):
-    """AdaKV: one joint boundary over all non-safeguarded prefix entries of the layer (all KV heads);
+    """AdaKV: one joint boundary over all non-safeguarded prefix entries of the layer (all KV heads),
+    and each head's safeguard boundary (both counted in the band);
     per head the gap is that joint gap, or the head's safeguard boundary (lowest safeguarded score -
     best non-safeguarded score) when smaller and deciding (that best entry was dropped).
     scale = max |score| over the layer's prefix (all heads)."""
@@ -354,6 +357,9 @@ def layer_boundary_ada(scores: np.ndarray, kept: list, n_kept: int, alpha: float
     prefix = scores[:, : L - window]
     scale = float(np.max(np.abs(prefix)))
     joint, band = boundary(scores[cand], keep[cand], scale)
+    for h in range(Hkv):  # each head's safeguard boundary: a near-tie there moves an entry too
+        if forced[h].any() and not forced[h].all():
+            band = [x + y for x, y in zip(band, boundary(scores[h], forced[h], scale)[1])]
     gaps = []
     for h in range(Hkv):
         gs = [joint] if joint is not None else []
@@ -364,6 +370,29 @@ def layer_boundary_ada(scores: np.ndarray, kept: list, n_kept: int, alpha: float
             if not keep[h, best]:
                 gs.append(float((prefix[h][f].min() - scores[h, best]) / scale))
         gaps.append(min(gs) if gs else None)
+    return gaps, band
+
+
+def layer_boundary_critical(inner: np.ndarray, scores: np.ndarray, kept: list, n_cand: int, n_kept: int):
+    """CriticalKV: two boundaries per head among the prefix [0, n_cand): stage 1, the top
+    int(n_kept * CRITICAL) of the inner press's scores (kvpress writes float max over them), then the
+    rest by the re-weighted scores among the entries stage 1 left. The band counts both."""
+    fmax = float(np.finfo(np.float32).max)
+    n1 = max(1, int(n_kept * CRITICAL))
+    gaps, band = [], [0] * len(BAND_EPS)
+    for h in range(scores.shape[0]):
+        si = inner[h, :n_cand]
+        stage1 = np.zeros(inner.shape[1], dtype=bool)
+        stage1[np.argsort(-inner[h], kind="stable")[:n1]] = True  # window entries score the max: among them
+        stage1 = stage1[:n_cand]
+        g1, b1 = boundary(si, stage1, float(np.max(np.abs(si))))
+        rest = scores[h, :n_cand] < 0.5 * fmax
+        c = scores[h, :n_cand][rest]
+        km = kept_mask(kept[h], scores.shape[1])[:n_cand][rest]
+        g2, b2 = boundary(c, km, float(np.max(np.abs(c))) if c.size else 0.0)
+        gs = [g for g in (g1, g2) if g is not None]
+        gaps.append(min(gs) if gs else None)
+        band = [x + y + z for x, y, z in zip(band, b1, b2)]
     return gaps, band
 
 
@@ -416,6 +445,13 @@ def make_specs(L: int, eager: bool):
             ("kvpress.KeyDiffPress", {"press": "keydiff", "capacity": C},
              {"class": "KeyDiffPress", "compression_ratio": r},
              lambda r=r: kp.KeyDiffPress(compression_ratio=r)),
+            ("kvpress.CriticalKVPress(SnapKVPress)", {"press": "snapkv", "critical": CRITICAL, **snap_opts, "capacity": C},
+             {"class": "CriticalKVPress", "first_stage_ratio": CRITICAL, "press": {"class": "SnapKVPress", **snap_args}},
+             lambda a=snap_args: kp.CriticalKVPress(press=kp.SnapKVPress(**a), first_stage_ratio=CRITICAL)),
+            # Ada-KV's budget over a scorer other than SnapKV's (snapkv's --kv-budget ada over any press)
+            ("kvpress.AdaKVPress(KeyDiffPress)", {"press": "keydiff", "budget": "ada", "variant": "kvpress", "alpha": ALPHA, "capacity": C},
+             {"class": "AdaKVPress", "alpha_safeguard": ALPHA, "press": {"class": "KeyDiffPress", "compression_ratio": r}},
+             lambda r=r: kp.AdaKVPress(press=kp.KeyDiffPress(compression_ratio=r), alpha_safeguard=ALPHA)),
             ("kvpress.TOVAPress", {"press": "tova", "capacity": C},
              {"class": "TOVAPress", "compression_ratio": r},
              lambda r=r: kp.TOVAPress(compression_ratio=r)),
@@ -431,15 +467,22 @@ class PressRun:
         self.press = factory()
         self.is_ada = type(self.press).__name__ == "AdaKVPress"
         scorer = self.press.press if self.is_ada else self.press
-        self._pending = []
-        orig = scorer.score
+        self._pending, self._inner_pending = [], []
+        self.inner_scores = [None] * n_layers  # CriticalKVPress: its inner press's scores (stage 1)
 
-        def score(*a, **k):
-            s = orig(*a, **k)
-            self._pending.append(s.detach().clone())
-            return s
+        def capture(press, into):
+            orig = press.score
 
-        scorer.score = score
+            def score(*a, **k):
+                s = orig(*a, **k)
+                into.append(s.detach().clone())
+                return s
+
+            press.score = score
+
+        capture(scorer, self._pending)
+        if type(self.press).__name__ == "CriticalKVPress":
+            capture(self.press.press, self._inner_pending)
         self.scores = [None] * n_layers  # np.float64 [Hkv, L] (the press's own fp32 scores)
         self.kept = [None] * n_layers  # list over heads of sorted np.int64 positions
 
@@ -448,11 +491,14 @@ class PressRun:
         layer.keys, layer.values = full_k, full_v
         module.masked_key_indices = None
         self._pending.clear()
+        self._inner_pending.clear()
         self.press.forward_hook(module, args, kwargs, output)
         out_k = layer.keys
         assert len(self._pending) == 1, "score() should run once per layer"
         scores = self._pending[0][0].to(torch.float64).numpy()
         self.scores[module.layer_idx] = scores
+        if self._inner_pending:
+            self.inner_scores[module.layer_idx] = self._inner_pending[0][0].to(torch.float64).numpy()
         self.kept[module.layer_idx] = kept_from_layer(module, out_k, full_k, rowmaps, self.is_ada)
         layer.keys, layer.values = full_k, full_v
 
@@ -631,10 +677,10 @@ def make_press_like(run):
 
     a = dict(run.kvpress_args)
     cls = a.pop("class")
-    if cls == "AdaKVPress":
+    if "press" in a:  # a wrapper (AdaKVPress, CriticalKVPress) around a scorer
         inner = dict(a.pop("press"))
         inner_cls = inner.pop("class")
-        return kp.AdaKVPress(press=getattr(kp, inner_cls)(**inner), alpha_safeguard=a["alpha_safeguard"])
+        return getattr(kp, cls)(press=getattr(kp, inner_cls)(**inner), **a)
     return getattr(kp, cls)(**a)
 
 
@@ -904,14 +950,20 @@ def finish_kvpress_case(pi, run, mux, L, n_layers, Hkv):
                 n = C if cls == "SnapKVPress" else pyramid_budget(l, n_layers, L, r, WINDOW, BETA)
                 np_kept.append(select_window(nps["kvpress_snap"], n - WINDOW, L, WINDOW))
         elif cls == "AdaKVPress":
-            gaps.append(layer_boundary_ada(s, kept, C, ALPHA, WINDOW))
+            inner = run.kvpress_args["press"]["class"]
+            window = WINDOW if inner == "SnapKVPress" else 0
+            gaps.append(layer_boundary_ada(s, kept, C, ALPHA, window))
             ref, _ = adakv_select(s, C, ALPHA)  # the rule, applied to kvpress's own scores
             for a, b in zip(ref, kept):
                 if not np.array_equal(a, b):
                     raise SystemExit(f"AdaKV selection rule not reproduced at layer {l}")
-            if nps is not None:
+            if nps is not None and inner == "SnapKVPress":
                 sp = nps["kvpress_snap"]
                 np_kept.append(adakv_select(np.concatenate([sp, np.full((Hkv, WINDOW), sp.max() + 1)], axis=1), C, ALPHA)[0])
+            elif nps is not None:
+                np_kept.append(adakv_select(nps["keydiff"], C, ALPHA)[0])
+        elif cls == "CriticalKVPress":
+            gaps.append(layer_boundary_critical(run.inner_scores[l], s, kept, L - WINDOW, C))
         elif cls == "TOVAPress":
             gaps.append(layer_boundary_prefix(s, kept, L - 1))
             if nps is not None:
@@ -929,7 +981,7 @@ def finish_kvpress_case(pi, run, mux, L, n_layers, Hkv):
             for k in kept:
                 assert np.array_equal(k, expect), "StreamingLLM keeps something else than sinks + recent"
             gaps = None
-        if cls not in ("StreamingLLMPress", "AdaKVPress", "PyramidKVPress"):
+        if cls not in ("StreamingLLMPress", "AdaKVPress", "PyramidKVPress", "CriticalKVPress"):
             # a pruning ScorerPress keeps exactly topk(scores, n_kept): check with the captured scores
             for h, k in enumerate(kept):
                 top = set(torch.from_numpy(s[h]).topk(len(k)).indices.tolist())
@@ -962,7 +1014,7 @@ def check_counts(c, L, n_layers, Hkv):
     nk = c["n_kept"]
     assert len(nk) == n_layers and all(len(h) == Hkv for h in nk)
     press = c["options"]["press"]
-    if press == "ada_kv":
+    if press == "ada_kv" or c["options"].get("budget") == "ada":
         for heads in nk:
             assert sum(heads) == Hkv * C, heads
     elif press == "pyramidkv":

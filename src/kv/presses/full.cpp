@@ -7,8 +7,10 @@ namespace {
 class FullPress final : public Press {
  public:
   using Press::Press;
-  Selection select(const LayerInput&) const override { return {}; }
   int window() const override { return 0; }
+
+ private:
+  HeadScores score(const LayerInput&) const override { return {}; }  // never asked: full keeps everything
 };
 
 }  // namespace

@@ -14,8 +14,9 @@ class H2oPress final : public Press {
   using Press::Press;
   int window() const override { return 0; }
   bool needs_observed_attention() const override { return true; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     const int n_group = in.n_head / static_cast<int>(in.kv.size());
     HeadScores s(in.n_head);
     for (int h = 0; h < in.n_head; ++h) {
@@ -28,7 +29,7 @@ class H2oPress final : public Press {
         s[h][j] = in.observed[h][j] / static_cast<float>(std::max<int64_t>(1, seen_by));
       }
     }
-    return select_top(cfg_, reduce_gqa(s, static_cast<int>(in.kv.size()), cfg_.gqa), layer_capacity(cfg_, in.kv));
+    return reduce_gqa(s, static_cast<int>(in.kv.size()), cfg_.gqa);
   }
 };
 

@@ -14,8 +14,9 @@ class KeyDiffPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 0; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     const size_t d = static_cast<size_t>(in.head_dim);
     HeadScores s(in.kv.size());
     std::vector<float> k(d);
@@ -50,7 +51,7 @@ class KeyDiffPress final : public Press {
         s[h][j] = -static_cast<float>(dot / std::max(norms[j] * anchor_norm, 1e-8));  // cosine_similarity's eps
       }
     }
-    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
+    return s;
   }
 };
 

@@ -11,8 +11,9 @@ class KnormPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 0; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     HeadScores s(in.kv.size());
     std::vector<float> k(static_cast<size_t>(in.head_dim));
     for (size_t h = 0; h < s.size(); ++h) {
@@ -25,7 +26,7 @@ class KnormPress final : public Press {
         s[h][j] = -static_cast<float>(std::sqrt(sq));
       }
     }
-    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
+    return s;
   }
 };
 

@@ -11,8 +11,9 @@ class RandomPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 0; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     HeadScores s(in.kv.size());
     for (size_t h = 0; h < s.size(); ++h) {
       std::seed_seq seq{cfg_.seed, static_cast<uint64_t>(in.layer), static_cast<uint64_t>(h)};
@@ -21,7 +22,7 @@ class RandomPress final : public Press {
       s[h].resize(static_cast<size_t>(in.kv[h].n));
       for (float& x : s[h]) x = u(rng);
     }
-    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
+    return s;
   }
 };
 

@@ -10,9 +10,10 @@ namespace {
 class SnapKvPress final : public Press {
  public:
   using Press::Press;
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
-    return select_top(cfg_, snapkv_scores(cfg_, in), layer_capacity(cfg_, in.kv));
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
+    return snapkv_scores(cfg_, in);
   }
 };
 

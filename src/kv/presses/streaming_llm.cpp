@@ -9,8 +9,9 @@ class StreamingLlmPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 0; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     HeadScores s(in.kv.size());
     for (size_t h = 0; h < s.size(); ++h) {
       s[h].resize(static_cast<size_t>(in.kv[h].n));
@@ -18,7 +19,7 @@ class StreamingLlmPress final : public Press {
         s[h][j] = static_cast<int64_t>(j) < cfg_.sinks ? kKeepAlways : static_cast<float>(j);
       }
     }
-    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
+    return s;
   }
 };
 

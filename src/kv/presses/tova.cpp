@@ -10,8 +10,9 @@ class TovaPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 1; }
-  Selection select(const LayerInput& in) const override {
-    if (layer_is_short(cfg_, in.kv)) return {};
+
+ private:
+  HeadScores score(const LayerInput& in) const override {
     const HeadScores per_query = window_attention(in, 1);
     const int n_stored = static_cast<int>(in.kv.size());
     // Heads of equal length share the all-head mean; otherwise each reduces over its group.
@@ -22,7 +23,7 @@ class TovaPress final : public Press {
     for (std::vector<float>& h : s) {
       if (!h.empty()) h.back() = kKeepAlways;
     }
-    return select_top(cfg_, s, layer_capacity(cfg_, in.kv));
+    return s;
   }
 };
 
