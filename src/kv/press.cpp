@@ -13,23 +13,27 @@ namespace {
 
 struct Registered {
   PressInfo info;
-  std::unique_ptr<Press> (*make)(const PressConfig&);
+  std::unique_ptr<Press> (*make)(const PressConfig&);  // null for an alias
   // The capacity includes the observation window, so it must be larger than the window.
   bool window_in_capacity;
-  // A name for a scorer with a budget of its own (pyramidkv, ada_kv): the budget it implies.
-  BudgetKind budget = BudgetKind::kUniform;
+  // An alias: another press with options of its own, as a press spec (apply_press_spec).
+  const char* alias = nullptr;
 };
 
-// The one list of presses: a new press is a file in kv/presses/ and a line here.
+// The one list of presses: a new press is a file in kv/presses/ and a line here; a named
+// combination of a press and options is an alias line.
 const std::vector<Registered>& registry() {
   static const std::vector<Registered> r = {
       {{"full", "keeps every entry (the uncompressed baseline)"}, make_full_press, false},
       {{"snapkv", "the window, and the prefix entries the window's queries attend to most (pooled)"},
        make_snapkv_press, true},
       {{"pyramidkv", "snapkv with budget pyramid: layer budgets that shrink linearly from the first layer to the last"},
-       make_snapkv_press, true, BudgetKind::kPyramid},
+       nullptr, true, "snapkv+budget=pyramid"},
       {{"ada_kv", "snapkv with budget ada: each layer's budget shared adaptively among its KV heads"},
-       make_snapkv_press, true, BudgetKind::kAda},
+       nullptr, true, "snapkv+budget=ada"},
+      {{"recommended", "snapkv with budget ada and whole chunks of 20: the configuration that keeps the most of "
+                       "the full cache's answers in our evaluations (docs/evaluation.md)"},
+       nullptr, true, "snapkv+budget=ada+chunk=20"},
       {{"streaming_llm", "the first `sinks` entries (attention sinks) and the most recent ones"},
        make_streaming_llm_press, false},
       {{"h2o", "the entries that received the most attention from the prompt's queries (observed attention)"},
@@ -49,6 +53,39 @@ const Registered* find_registered(const std::string& name) {
     if (r.info.name == name) return &r;
   }
   return nullptr;
+}
+
+// c with an alias's press and options in place (out = c for a press that is no alias), or the
+// error when c gives one of those options another value than its default.
+std::string resolve_alias(const PressConfig& c, PressConfig& out) {
+  out = c;
+  const Registered* r = find_registered(c.press);
+  if (!r || !r->alias) return {};
+  if (std::string err = apply_press_spec(out, r->alias); !err.empty()) return err;
+  const PressConfig defaults;
+  for (const PressParam& p : press_params()) {
+    const std::string mine = p.text(c), theirs = p.text(out);
+    if (p.name != "press" && mine != theirs && mine != p.text(defaults)) {
+      return fmt::format("{} is {}: {} {} does not go with it (give {} and each option instead)", c.press, r->alias,
+                         p.name, mine, out.press);
+    }
+  }
+  return {};
+}
+
+// The rules that tie a (resolved) configuration's options together.
+std::string check_rules(const PressConfig& c) {
+  if (find_registered(c.press)->window_in_capacity && c.ratio == 0 && c.capacity <= c.window) {
+    return fmt::format("the KV capacity ({}) must be larger than the observation window ({}): the capacity includes "
+                       "the window", c.capacity, c.window);
+  }
+  if (c.chunk > 0 && c.ratio == 0 && c.chunk > c.capacity) {
+    return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", c.chunk, c.capacity);
+  }
+  if (c.ratio == 0 && c.press == "streaming_llm" && c.sinks >= c.capacity) {
+    return fmt::format("streaming_llm needs 0 <= sinks < capacity, got {} sinks", c.sinks);
+  }
+  return {};
 }
 
 }  // namespace
@@ -72,35 +109,25 @@ const std::vector<std::string>& press_names() {
 }
 
 std::string PressConfig::validate() const {
-  // Each option within its range (the table's), the press name first.
+  // Each option within its range (the table's), the press name first; then an alias's own
+  // options in place, the rules that tie options together.
   for (const PressParam& p : press_params()) {
     if (std::string err = p.check(p.get(*this), ""); !err.empty()) return err;
   }
-  // Then the rules that tie options together.
-  if (find_registered(press)->window_in_capacity && ratio == 0 && capacity <= window) {
-    return fmt::format("the KV capacity ({}) must be larger than the observation window ({}): the capacity includes the window",
-                       capacity, window);
-  }
-  if (const BudgetKind own = find_registered(press)->budget; own != BudgetKind::kUniform && budget != BudgetKind::kUniform &&
-      budget != own) {
-    return fmt::format("{} is snapkv with budget {}: for budget {}, name snapkv", press, budget_name(own),
-                       budget_name(budget));
-  }
-  if (chunk > 0 && ratio == 0 && chunk > capacity) {
-    return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", chunk, capacity);
-  }
-  if (ratio == 0 && press == "streaming_llm" && sinks >= capacity) {
-    return fmt::format("streaming_llm needs 0 <= sinks < capacity, got {} sinks", sinks);
-  }
-  return {};
+  PressConfig r;
+  if (std::string err = resolve_alias(*this, r); !err.empty()) return err;
+  return check_rules(r);
 }
 
 std::string PressConfig::describe() const {
   if (!compresses()) return "full";
+  PressConfig r;
+  if (resolve_alias(*this, r).empty() && r.press != press) return fmt::format("{} = {}", press, r.describe());
   std::string size = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
-  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{})", press, size, window, kernel,
+  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{}{})", press, size, window, kernel,
                      pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "",
                      budget != BudgetKind::kUniform ? fmt::format(", budget {}", budget_name(budget)) : "",
+                     critical > 0 ? fmt::format(", critical {}", critical) : "",
                      chunk > 0 ? fmt::format(", chunks of {}", chunk) : "");
 }
 
@@ -111,10 +138,9 @@ Selection Press::select(const LayerInput& in) const {
 
 std::unique_ptr<Press> make_press(const PressConfig& c) {
   if (const std::string err = c.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  const Registered& r = *find_registered(c.press);
-  PressConfig resolved = c;
-  if (r.budget != BudgetKind::kUniform) resolved.budget = r.budget;
-  return r.make(resolved);
+  PressConfig resolved;
+  resolve_alias(c, resolved);
+  return find_registered(resolved.press)->make(resolved);
 }
 
 }  // namespace snapkv

@@ -34,13 +34,15 @@ int64_t n_protected(const std::vector<float>& s) {
   return std::count(s.begin(), s.end(), kKeepAlways);
 }
 
-// Per head: keep n[h] entries, by score, or by whole chunks of the head's own (cfg.chunk > 0).
+// Per head: keep n[h] entries, by score, or by whole chunks of the head's own (cfg.chunk > 0)
+// that fit in n[h]; a head whose budget is under one chunk keeps single entries, so that the
+// layer never holds more than its budget.
 Selection keep_per_head(const PressConfig& cfg, const HeadScores& s, const std::vector<int64_t>& n) {
   PressConfig own = cfg;
   own.ratio = 0;  // each head's chunks fit its own budget
   Selection sel(s.size());
   for (size_t h = 0; h < s.size(); ++h) {
-    sel[h] = cfg.chunk > 0 ? select_top(own, {s[h]}, n[h])[0] : top_k(s[h], n[h]);
+    sel[h] = cfg.chunk > 0 && n[h] >= cfg.chunk ? select_top(own, {s[h]}, n[h])[0] : top_k(s[h], n[h]);
   }
   return sel;
 }

@@ -213,10 +213,10 @@ TEST(Budgets, AdaSharesTheLayerAmongTheHeadsOfAnyScorer) {
   // best unprotected scores are 9 8 7 (head 0) and 6 (head 1).
   const HeadScores p = {{9, 8, 7, 1, 0, kKeepAlways}, {6, 0, 0, 0, 0, kKeepAlways}};
   EXPECT_EQ(select_budgeted(c, in, p), (Selection{{0, 1, 2, 5}, {0, 5}}));
-  // Chunks of 2 per head: head 0's budget 5 holds its two best chunks, head 1's budget of 1 gets
-  // one whole chunk (a head keeps at least one).
+  // Chunks of 2 per head: head 0's budget 5 holds its two best chunks; head 1's budget of 1 is
+  // under a chunk, so it keeps its best single entry (the layer stays within its budget).
   c.chunk = 2;
-  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 1, 2, 3}, {0, 1}}));
+  EXPECT_EQ(select_budgeted(c, in, s), (Selection{{0, 1, 2, 3}, {0}}));
 }
 
 // CriticalKV: half the capacity by the press's scores (the protected entry among them, as kvpress's
@@ -325,9 +325,21 @@ TEST(PressConfig, RejectsInvalidCombinations) {
   c.press = "ada_kv";  // each head takes its own chunks
   EXPECT_EQ(c.validate(), "");
   c.budget = BudgetKind::kPyramid;
-  EXPECT_NE(c.validate().find("ada_kv is snapkv with budget ada: for budget pyramid, name snapkv"), std::string::npos);
+  EXPECT_NE(c.validate().find("ada_kv is snapkv+budget=ada: budget pyramid does not go with it"), std::string::npos);
   c.budget = BudgetKind::kAda;
   EXPECT_EQ(c.validate(), "");
+  // An alias names a press with options of its own; -v shows them (describe), and a value of one
+  // of them other than the default is refused rather than silently overridden.
+  PressConfig r;
+  r.press = "recommended";
+  EXPECT_EQ(r.validate(), "");
+  EXPECT_EQ(r.describe(), "recommended = snapkv (capacity 1024, window 32, kernel 7, pool max, gqa mean, budget ada, "
+                          "chunks of 20)");
+  EXPECT_EQ(make_press(r)->config().chunk, 20);
+  EXPECT_EQ(make_press(r)->config().budget, BudgetKind::kAda);
+  r.chunk = 10;
+  EXPECT_NE(r.validate().find("recommended is snapkv+budget=ada+chunk=20: chunk 10 does not go with it"),
+            std::string::npos);
   c.chunk = 0;
   c.press = "snap";
   EXPECT_NE(c.validate().find("unknown press 'snap'"), std::string::npos);
