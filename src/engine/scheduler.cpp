@@ -251,7 +251,11 @@ SchedulerMetrics BatchScheduler::metrics() const {
 }
 
 std::string BatchScheduler::cache_key(const PressConfig& press) const {
-  return press.describe() + ", kv " + kv_type_name(opt_.kv_type);
+  // Every option of the table (describe() leaves some out): two configurations that press a
+  // prompt differently never share a state.
+  std::string key;
+  for (const PressParam& p : press_params()) key += p.name + "=" + p.text(press) + " ";
+  return key + "kv=" + kv_type_name(opt_.kv_type);
 }
 
 bool BatchScheduler::shares_document(const PressConfig& press) const {

@@ -151,6 +151,23 @@ TEST(PromptCache, APressedStateServesOnlyTheConversationsNextTurn) {
   EXPECT_EQ(run(s, greedy(edited, 2)).last.stats.n_cached, 500);
 }
 
+// A pressed state serves only requests pressed with the same options, every option of the
+// table: here Ada-KV's alpha, which PressConfig::describe() does not show.
+TEST(PromptCache, AStateServesOnlyRequestsWithTheSamePressOptions) {
+  Scheduler s(model(), f32_options());
+  const Case c = fixture_case("essay_passage_1000");
+  PressConfig press;
+  press.press = "ada_kv";
+  press.capacity = 128;
+  press.window = 8;
+  run(s, greedy(c.prompt, 1, press));
+  const std::vector<int32_t> next = concat(c.prompt, model().tokenizer().encode("\nWho wrote it?", false));
+  PressConfig other = press;
+  other.alpha = 0.5;
+  EXPECT_EQ(run(s, greedy(next, 2, other)).last.stats.n_cached, 0);
+  EXPECT_EQ(run(s, greedy(next, 2, press)).last.stats.n_cached, static_cast<int>(c.prompt.size()));
+}
+
 TEST(PromptCache, StaysWithinTheKvBudgetDroppingTheLeastRecentlyUsedFirst) {
   const Case c = fixture_case("essay_passage_1000");
   const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 600);
