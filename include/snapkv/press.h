@@ -44,6 +44,9 @@ struct PressConfig {
                                // rest by score x ||W_o v||_1 (what the entry adds to the layer's output)
   int chunk = 0;               // > 0: keep whole chunks of this many entries (ChunkKV): the same in every
                                // head, or each head its own with budget ada
+  int runs = 0;                // > 0: keep whole token runs (a number's digits, a word's pieces) of at
+                               // most this many tokens, best run first; with chunk, chunks end
+                               // between runs (kv/token_runs.h)
 
   bool compresses() const { return press != "full"; }
   // A readable error (empty when valid): every option within its range in press_params(), then

@@ -1,7 +1,9 @@
 #pragma once
 // What the public Model and Session hold: the engine's objects behind the API (snapkv/model.h,
 // snapkv/session.h). Only src/api and the layers that serve the API (eval, server) include it.
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/sequence.h"
 #include "kv/context_file.h"
@@ -17,6 +19,7 @@ struct Model::Impl {
   std::unique_ptr<GgufFile> file;
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<uint8_t> run_flags;  // token_run_flags(*tokenizer), for presses keeping token runs
   ChatTemplate chat_template;
   ModelInfo info;
   ModelOptions options;
@@ -33,7 +36,7 @@ struct Session::Impl {
   Sequence seq;
 
   Impl(const Model& m, const SessionOptions& o, int n_ctx)
-      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press}) {}
+      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press, m.impl().run_flags}) {}
 };
 
 // What a context file of this model says about it: its fingerprints, name and shapes (the rest

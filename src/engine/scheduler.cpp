@@ -9,6 +9,7 @@
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
 #include "kv/press.h"
+#include "kv/token_runs.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "snapkv/timer.h"
@@ -135,9 +136,9 @@ struct BatchScheduler::Running {
   std::unique_ptr<Drafter> drafter;  // speculative decoding (made at its first decode step)
   int32_t next = -1;                 // the token its last decode step sampled, to emit next
 
-  Running(const Decoder& model, int n_ctx, ThreadPool& pool, KvType kv_type, Queued& q)
+  Running(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
-        session(std::make_unique<Sequence>(model, n_ctx, pool, SequenceOptions{kv_type, req.press})),
+        session(std::make_unique<Sequence>(model, n_ctx, pool, options)),
         sampler(req.params.sampling), stops(req.stop) {
     stats.n_prompt = static_cast<int>(req.prompt.size());
     stats.kv_reserved = q.reserve;
@@ -147,7 +148,7 @@ struct BatchScheduler::Running {
 
 BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads,
                                const SchedulerOptions& options, const ContextMeta& identity)
-    : model_(model), tokenizer_(tokenizer), opt_(options),
+    : model_(model), tokenizer_(tokenizer), run_flags_(token_run_flags(tokenizer)), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (n_ctx_ > model.hparams().n_ctx) {
@@ -310,7 +311,7 @@ void BatchScheduler::start_prefill(Running& r, size_t kv_reserved, const std::ve
     const std::string key = cache_key(r.req.press);
     PromptCache::Hit hit = cache_.take(key, prompt, kCacheMin);
     if (!hit.seq && store_) {
-      hit = store_->find(key, prompt, model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, r.req.press});
+      hit = store_->find(key, prompt, model_, n_ctx_, pool_, sequence_options(r.req.press));
       r.store_hit = hit.seq != nullptr;
     }
     // What r may hold while the others keep their reservations.
@@ -341,7 +342,7 @@ void BatchScheduler::start_prefill(Running& r, size_t kv_reserved, const std::ve
       r.extra = minus(kv_bound_bytes(PressConfig{}, doc, 0), r.stats.kv_reserved);
       PressConfig whole;
       whole.window = r.req.press.window;
-      r.session = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{opt_.kv_type, whole});
+      r.session = std::make_unique<Sequence>(model_, n_ctx_, pool_, sequence_options(whole));
     }
     // The cache gives up what the sequence may need (after the lookup, which may move or copy an
     // entry into the sequence's own reservation).
@@ -404,7 +405,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
     // Its prefill begins in prefill_slice(), outside the lock (a context store may be asked).
     std::unique_ptr<Running> r;
     try {
-      r = std::make_unique<Running>(model_, n_ctx_, pool_, opt_.kv_type, q);
+      r = std::make_unique<Running>(model_, n_ctx_, pool_, sequence_options(q.request.press), q);
     } catch (const std::exception& e) {
       q.seq->finish(FinishReason::kError, e.what());
       queue_.pop_front();

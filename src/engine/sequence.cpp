@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "kv/token_runs.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -38,11 +39,16 @@ class Observer final : public LayerObserver {
 Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options)
     : model_(model), n_ctx_(n_ctx), pool_(pool),
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
-          replication(model, options.press), model.hparams().layer_window) {
+          replication(model, options.press), model.hparams().layer_window),
+      run_flags_(options.run_flags) {
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
   const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
     compressor_ = std::make_unique<Compressor>(options.press, model, kv_, pool);
+    // The press's own options (an alias's included).
+    if (compressor_->press().config().runs > 0 && run_flags_.empty()) {
+      fail(ErrorKind::kInternal, "the press keeps whole token runs but the session was given no token run flags");
+    }
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, false, pool);
   }
@@ -52,9 +58,18 @@ LayerObserver* Sequence::observer() const {
   return compressor_ ? static_cast<LayerObserver*>(compressor_.get()) : window_.get();
 }
 
-void Sequence::begin_call(int64_t n_tok, bool compress) {
+void Sequence::begin_call(std::span<const int32_t> tokens, bool compress) {
   const bool extend = std::exchange(extend_next_, false);
-  if (compressor_) compressor_->begin(n_tok, n_past(), compress, extend);
+  const auto n_tok = static_cast<int64_t>(tokens.size());
+  if (compressor_) {
+    const PressConfig& c = compressor_->press().config();
+    if (c.runs > 0 && (compress || c.recompress > 0)) {
+      std::vector<int32_t> all = tokens_;
+      all.insert(all.end(), tokens.begin(), tokens.end());
+      compressor_->set_runs(token_run_starts(all, run_flags_, c.runs));
+    }
+    compressor_->begin(n_tok, n_past(), compress, extend);
+  }
   if (window_) window_->begin(n_tok, n_past(), LayerRecorder::Call::kSlide);
 }
 
@@ -73,7 +88,7 @@ void Sequence::start(std::span<const int32_t> tokens, LogitsMode mode, bool comp
   pass_tokens_.assign(tokens.begin(), tokens.end());
   pass_pos_.resize(tokens.size());
   std::iota(pass_pos_.begin(), pass_pos_.end(), n_past());
-  begin_call(static_cast<int64_t>(tokens.size()), compress);
+  begin_call(pass_tokens_, compress);
   observer_ = std::make_unique<Observer>(observer(), progress, model_.hparams().n_layer);
   pass_ = model_.begin_forward(pass_tokens_, pass_pos_, kv_, mode, logits_, pool_, observer_.get());
 }
@@ -152,7 +167,7 @@ std::vector<float> Sequence::decode_batch(std::span<Sequence* const> sessions,
   }
   for (size_t b = 0; b < sessions.size(); ++b) {
     Sequence& s = *sessions[b];
-    s.begin_call(static_cast<int64_t>(tokens[b].size()), false);
+    s.begin_call(tokens[b], false);
     rows.push_back({tokens[b], s.n_past(), &s.kv_, s.observer()});
   }
   std::vector<float> logits;
@@ -282,7 +297,7 @@ std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
 std::unique_ptr<Sequence> Sequence::hand_to(const PressConfig& press) {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "hand_to: the session has a press");
-  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press});
+  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press, run_flags_});
   const std::vector<WindowQueries> w = windows();
   try {
     s->adopt(std::move(kv_), tokens_, logits_, w);

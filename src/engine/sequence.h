@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kv/compressor.h"
@@ -15,8 +16,14 @@
 namespace snapkv {
 
 struct SequenceOptions {
-  KvType kv_type = KvType::kF16;
+  SequenceOptions(KvType type = KvType::kF16, PressConfig p = {}, std::span<const uint8_t> flags = {})
+      : kv_type(type), press(std::move(p)), run_flags(flags) {}
+
+  KvType kv_type;
   PressConfig press;  // "full" by default
+  // The model's token_run_flags() (kv/token_runs.h), which a press keeping whole token runs
+  // needs (press.runs > 0); they must outlive the sequence.
+  std::span<const uint8_t> run_flags;
 };
 
 class Sequence {
@@ -110,13 +117,14 @@ class Sequence {
   void check_idle() const;
   // What watches the layers: the compressor, else the window recorder.
   LayerObserver* observer() const;
-  // Tells them a forward call of n_tok tokens after those held begins.
-  void begin_call(int64_t n_tok, bool compress);
+  // Tells them a forward call of these tokens after those held begins.
+  void begin_call(std::span<const int32_t> tokens, bool compress);
 
   const Decoder& model_;
   int n_ctx_;
   ThreadPool& pool_;
   KvCache kv_;
+  std::span<const uint8_t> run_flags_;
   std::unique_ptr<Compressor> compressor_;
   std::unique_ptr<LayerRecorder> window_;  // sessions without a press
   bool extend_next_ = false;               // the next call continues an adopted whole prompt

@@ -36,9 +36,9 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
 
 // Runs every cell, in the order L, then press, then capacity (one prefill per L). tokens must hold
 // at least params.tokens_needed() ids. Throws Error(kInvalidArgument) when params are invalid for
-// the model, Error(kOutOfRange) when tokens are too few.
-std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const int32_t> tokens,
-                                       const FidelityParams& params, ThreadPool& pool,
+// the model, Error(kOutOfRange) when tokens are too few. run_flags: the model's token_run_flags().
+std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uint8_t> run_flags,
+                                       std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress = {});
 
 }  // namespace snapkv

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "kv/token_runs.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -31,16 +32,24 @@ void RecordedPrefill::extend(std::span<const int32_t> tokens) {
   score_memo_.clear();
 }
 
-KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept) const {
-  if (press.config().gqa == GqaReduce::kPerQueryHead && press.config().compresses()) {
+KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept,
+                                 std::span<const uint8_t> run_flags) const {
+  const PressConfig& cfg = press.config();
+  if (cfg.gqa == GqaReduce::kPerQueryHead && cfg.compresses()) {
     fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
   }
+  if (cfg.runs > 0 && run_flags.empty()) {
+    fail(ErrorKind::kInternal, "a press keeping whole token runs was given no token run flags");
+  }
+  const std::vector<int32_t> runs = cfg.runs > 0 ? token_run_starts(tokens_, run_flags, cfg.runs)
+                                                 : std::vector<int32_t>{};
   KvCache c = full_;
   if (kept) kept->assign(c.n_layer(), {});
   score_memo_.resize(static_cast<size_t>(c.n_layer()));
   for (int il = 0; il < c.n_layer(); ++il) {
     LayerInput in = recorder_.input(il, c.layer(il));
     in.score_memo = &score_memo_[static_cast<size_t>(il)];
+    in.run_start = runs;
     const LayerKept k = press_layer(press, c, il, in, *model_);
     if (kept) (*kept)[il] = k;
   }

@@ -36,8 +36,10 @@ class RecordedPrefill {
   LayerInput input(int il) const { return recorder_.input(il, full_.layer(il)); }
   std::span<const float> last_logits() const { return logits_; }
   // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given. Keeps
-  // the SnapKV scores it computes for the next press (so it is not thread-safe).
-  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr) const;
+  // the SnapKV scores it computes for the next press (so it is not thread-safe). run_flags: the
+  // model's token_run_flags(), which a press keeping whole token runs needs.
+  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr,
+                  std::span<const uint8_t> run_flags = {}) const;
 
  private:
   const Decoder* model_;

@@ -34,7 +34,7 @@ void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* p
 
 void Compressor::layer_done(int il) {
   if (compress_) {
-    kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)), model_);
+    kept_[il] = press_layer(*press_, cache_, il, input(il), model_);
     recorder_.release(il);
     return;
   }
@@ -42,8 +42,14 @@ void Compressor::layer_done(int il) {
   const PressConfig& c = press_->config();
   if (c.recompress == 0 || press_->needs_observed_attention() || c.ratio > 0) return;
   if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) {
-    kept_[il] = press_layer(*press_, cache_, il, recorder_.input(il, cache_.layer(il)), model_);
+    kept_[il] = press_layer(*press_, cache_, il, input(il), model_);
   }
+}
+
+LayerInput Compressor::input(int il) const {
+  LayerInput in = recorder_.input(il, cache_.layer(il));
+  in.run_start = runs_;
+  return in;
 }
 
 void Compressor::reset() {

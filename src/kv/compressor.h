@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -28,6 +29,9 @@ class Compressor final : public LayerObserver {
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
 
+  // Per position, where its token run starts (token_run_starts), for a press that keeps whole
+  // runs; set before the forward call that presses.
+  void set_runs(std::vector<int32_t> run_start) { runs_ = std::move(run_start); }
   // Forgets the window queries at position >= pos (the cache dropped those entries).
   void drop_from(int32_t pos) { recorder_.drop_from(pos); }
   const Press& press() const { return *press_; }
@@ -38,11 +42,14 @@ class Compressor final : public LayerObserver {
   size_t bytes() const { return recorder_.bytes(); }
 
  private:
+  LayerInput input(int il) const;
+
   std::unique_ptr<Press> press_;
   const Decoder& model_;
   KvCache& cache_;
   LayerRecorder recorder_;
   std::vector<LayerKept> kept_;
+  std::vector<int32_t> runs_;
   bool compress_ = false;
 };
 

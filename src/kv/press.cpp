@@ -31,9 +31,10 @@ const std::vector<Registered>& registry() {
        nullptr, true, "snapkv+budget=pyramid"},
       {{"ada_kv", "snapkv with budget ada: each layer's budget shared adaptively among its KV heads"},
        nullptr, true, "snapkv+budget=ada"},
-      {{"recommended", "snapkv with budget ada and whole chunks of 20: the configuration that keeps the most of "
-                       "the full cache's answers in our evaluations (docs/evaluation.md)"},
-       nullptr, true, "snapkv+budget=ada+chunk=20"},
+      {{"recommended", "snapkv with budget ada, whole chunks of 20 that end between token runs of up to 32 (a "
+                       "number's digits, a word's pieces): the configuration that keeps the most of the full "
+                       "cache's answers in our evaluations (docs/evaluation.md)"},
+       nullptr, true, "snapkv+budget=ada+chunk=20+runs=32"},
       {{"streaming_llm", "the first `sinks` entries (attention sinks) and the most recent ones"},
        make_streaming_llm_press, false},
       {{"h2o", "the entries that received the most attention from the prompt's queries (observed attention)"},
@@ -124,11 +125,12 @@ std::string PressConfig::describe() const {
   PressConfig r;
   if (resolve_alias(*this, r).empty() && r.press != press) return fmt::format("{} = {}", press, r.describe());
   std::string size = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
-  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{}{})", press, size, window, kernel,
+  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{}{}{})", press, size, window, kernel,
                      pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "",
                      budget != BudgetKind::kUniform ? fmt::format(", budget {}", budget_name(budget)) : "",
                      critical > 0 ? fmt::format(", critical {}", critical) : "",
-                     chunk > 0 ? fmt::format(", chunks of {}", chunk) : "");
+                     chunk > 0 ? fmt::format(", chunks of {}", chunk) : "",
+                     runs > 0 ? fmt::format(", runs of up to {}", runs) : "");
 }
 
 Selection Press::select(const LayerInput& in) const {

@@ -37,6 +37,9 @@ struct LayerInput {
   // The layer's attention output projection, f32 [n_embd rows][n_head * head_dim], when the press
   // weighs entries by what their values add to the output (CriticalKV); empty otherwise.
   std::span<const float> out_proj;
+  // Per position, the position its token run starts at (kv/token_runs.h), when the press keeps
+  // whole runs (cfg.runs); empty otherwise.
+  std::span<const int32_t> run_start;
   ThreadPool* pool = nullptr;
   // Optional: SnapKV's scores of this input, kept by whoever presses it several times (an
   // evaluation presses one recorded layer with snapkv, pyramidkv and ada_kv at every capacity).

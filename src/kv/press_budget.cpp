@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kv/press_scores.h"
+#include "kv/token_runs.h"
 
 namespace snapkv {
 namespace {
@@ -34,21 +35,40 @@ int64_t n_protected(const std::vector<float>& s) {
   return std::count(s.begin(), s.end(), kKeepAlways);
 }
 
-// Per head: keep n[h] entries, by score, or by whole chunks of the head's own (cfg.chunk > 0)
-// that fit in n[h]; a head whose budget is under one chunk keeps single entries, so that the
-// layer never holds more than its budget.
-Selection keep_per_head(const PressConfig& cfg, const HeadScores& s, const std::vector<int64_t>& n) {
+// Where head h's chunks end when they must not cut token runs (cfg.runs); empty otherwise (every
+// cfg.chunk entries).
+std::vector<int64_t> chunk_ends(const PressConfig& cfg, const LayerInput& in, size_t h) {
+  if (cfg.runs == 0 || cfg.chunk == 0 || in.kv.empty()) return {};
+  return chunk_ends_on_runs(in.kv[h].pos, in.kv[h].n, in.run_start, cfg.chunk);
+}
+
+// Per head: keep n[h] entries, by score, by whole token runs (cfg.runs > 0), or by whole chunks
+// of the head's own (cfg.chunk > 0) that fit in n[h]; a head whose budget is under one chunk
+// keeps single entries, so that the layer never holds more than its budget.
+Selection keep_per_head(const PressConfig& cfg, const LayerInput& in, const HeadScores& s,
+                        const std::vector<int64_t>& n) {
   PressConfig own = cfg;
   own.ratio = 0;  // each head's chunks fit its own budget
   Selection sel(s.size());
   for (size_t h = 0; h < s.size(); ++h) {
-    sel[h] = cfg.chunk > 0 && n[h] >= cfg.chunk ? select_top(own, {s[h]}, n[h])[0] : top_k(s[h], n[h]);
+    if (cfg.chunk > 0 && n[h] >= cfg.chunk) {
+      sel[h] = select_top(own, {s[h]}, n[h], chunk_ends(cfg, in, h))[0];
+    } else {
+      sel[h] = cfg.runs > 0 ? top_runs(s[h], in.kv[h].pos, in.run_start, n[h]) : top_k(s[h], n[h]);
+    }
   }
   return sel;
 }
 
+// The n best entries of every head: by select_top() (the same chunks in every head), or by whole
+// token runs (cfg.runs without chunks).
+Selection keep_uniform(const PressConfig& cfg, const LayerInput& in, const HeadScores& s, int64_t n) {
+  if (cfg.runs > 0 && cfg.chunk == 0) return keep_per_head(cfg, in, s, std::vector<int64_t>(s.size(), n));
+  return select_top(cfg, s, n, chunk_ends(cfg, in, 0));
+}
+
 // Ada-KV: the layer's budget shared among its heads by their scores.
-Selection select_ada(const PressConfig& cfg, const HeadScores& s, int64_t c) {
+Selection select_ada(const PressConfig& cfg, const LayerInput& in, const HeadScores& s, int64_t c) {
   std::vector<int64_t> keep(s.size());
   if (cfg.variant == PressVariant::kKvpress) {
     // kvpress: each head first secures its top int(C * alpha) entries (at least 1), then the
@@ -60,11 +80,11 @@ Selection select_ada(const PressConfig& cfg, const HeadScores& s, int64_t c) {
     }
     Selection sel;
     keep = joint_counts(safe, static_cast<int64_t>(s.size()) * c, &sel);
-    if (cfg.chunk == 0) {
+    if (cfg.chunk == 0 && cfg.runs == 0) {
       for (std::vector<int32_t>& h : sel) std::sort(h.begin(), h.end());
       return sel;
     }
-    return keep_per_head(cfg, safe, keep);
+    return keep_per_head(cfg, in, safe, keep);
   }
   // Paper: the protected entries stay outside the shared budget B = C - w.
   int64_t w = 0;
@@ -75,7 +95,7 @@ Selection select_ada(const PressConfig& cfg, const HeadScores& s, int64_t c) {
   }
   const std::vector<int64_t> budgets = ada_prefix_budgets(prefix, c - w, cfg.alpha);
   for (size_t h = 0; h < s.size(); ++h) keep[h] = budgets[h] + n_protected(s[h]);
-  return keep_per_head(cfg, s, keep);
+  return keep_per_head(cfg, in, s, keep);
 }
 
 }  // namespace
@@ -130,16 +150,16 @@ Selection select_budgeted(const PressConfig& cfg, const LayerInput& in, HeadScor
   const int64_t c = layer_capacity(cfg, in.kv);
   switch (cfg.budget) {
     case BudgetKind::kUniform:
-      return select_top(cfg, scores, c);
+      return keep_uniform(cfg, in, scores, c);
     case BudgetKind::kPyramid: {
       const size_t longest = std::max_element(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
                                return a.size() < b.size();
                              }) - scores.begin();
       const int64_t w = scores.empty() ? 0 : n_protected(scores[longest]);
-      return select_top(cfg, scores, pyramid_layer_budget(cfg, c, longest_head(in.kv), w, in.layer, in.n_layer));
+      return keep_uniform(cfg, in, scores, pyramid_layer_budget(cfg, c, longest_head(in.kv), w, in.layer, in.n_layer));
     }
     case BudgetKind::kAda:
-      return select_ada(cfg, scores, c);
+      return select_ada(cfg, in, scores, c);
   }
   return {};
 }

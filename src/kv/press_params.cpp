@@ -158,6 +158,13 @@ std::vector<PressParam> make_table() {
   p.get = get_int<&PressConfig::chunk>, p.put = put_int<&PressConfig::chunk>;
   t.push_back(p);
 
+  p = number("runs", T::kInt, 0, 1 << 10,
+             "keep whole token runs (the digits of a number, the pieces of a word or identifier: tokens not "
+             "parted by whitespace) of at most N tokens, by their best entry; with chunk, chunks end between runs "
+             "(0 = off)");
+  p.get = get_int<&PressConfig::runs>, p.put = put_int<&PressConfig::runs>;
+  t.push_back(p);
+
   for (PressParam& q : t) q.default_text = q.text(PressConfig{});
   return t;
 }

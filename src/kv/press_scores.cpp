@@ -128,12 +128,17 @@ namespace {
 // kvpress keeps it by giving the window the layer's highest score + 1. The best chunks are kept
 // whole, the same in every head: max(1, int(n_chunks * (1 - ratio))) of them in ratio mode
 // (kvpress's count, which can pass n by up to a chunk), else the best that fit in n (at least one).
-Selection top_chunks(const PressConfig& cfg, const HeadScores& scores, int64_t n) {
+// ends: where each chunk ends, when not every cfg.chunk entries.
+Selection top_chunks(const PressConfig& cfg, const HeadScores& scores, int64_t n, std::vector<int64_t> ends) {
   const int64_t len = static_cast<int64_t>(scores[0].size()), chunk = cfg.chunk;
-  const int64_t n_chunks = (len + chunk - 1) / chunk;
+  if (ends.empty()) {
+    for (int64_t e = chunk; e < len + chunk; e += chunk) ends.push_back(std::min(e, len));
+  }
+  const auto n_chunks = static_cast<int64_t>(ends.size());
+  const auto first = [&](int64_t c) { return c == 0 ? 0 : ends[c - 1]; };
   std::vector<float> chunk_score(static_cast<size_t>(n_chunks));
   for (int64_t c = 0; c < n_chunks; ++c) {
-    const int64_t e0 = c * chunk, e1 = std::min(len, e0 + chunk);
+    const int64_t e0 = first(c), e1 = ends[c];
     double sum = 0;
     for (const auto& h : scores) {
       for (int64_t e = e0; e < e1; ++e) sum += h[e];  // +inf when one is kKeepAlways
@@ -151,7 +156,7 @@ Selection top_chunks(const PressConfig& cfg, const HeadScores& scores, int64_t n
   int64_t taken = 0;
   for (const int32_t c : order) {
     if (taken == want) break;
-    const int64_t e0 = c * chunk, e1 = std::min(len, e0 + chunk);
+    const int64_t e0 = first(c), e1 = ends[c];
     if (static_cast<int64_t>(kept.size()) + (e1 - e0) > room) continue;
     for (int64_t e = e0; e < e1; ++e) kept.push_back(static_cast<int32_t>(e));
     ++taken;
@@ -162,11 +167,11 @@ Selection top_chunks(const PressConfig& cfg, const HeadScores& scores, int64_t n
 
 }  // namespace
 
-Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n) {
+Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n, std::vector<int64_t> chunk_ends) {
   const bool aligned = !scores.empty() && std::all_of(scores.begin(), scores.end(), [&](const auto& h) {
     return h.size() == scores[0].size();
   });
-  if (cfg.chunk > 0 && aligned && static_cast<int64_t>(scores[0].size()) >= cfg.chunk) return top_chunks(cfg, scores, n);
+  if (cfg.chunk > 0 && aligned && static_cast<int64_t>(scores[0].size()) >= cfg.chunk) return top_chunks(cfg, scores, n, std::move(chunk_ends));
   Selection sel(scores.size());
   for (size_t h = 0; h < scores.size(); ++h) sel[h] = top_k(scores[h], n);
   return sel;

@@ -51,7 +51,8 @@ HeadScores critical_scores(const PressConfig& cfg, const LayerInput& in, HeadSco
 std::vector<int32_t> top_k(std::span<const float> scores, int64_t n);
 // The n best entries of every head (top_k); with cfg.chunk > 0, whole chunks of that many entries
 // instead, the same in every head (ChunkKV, kvpress's ChunkKVPress; docs/presses.md), when the
-// heads hold the same entries and at least one chunk.
-Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n);
+// heads hold the same entries and at least one chunk; chunk_ends: where each chunk ends
+// (exclusive, ascending, the last = the entries held), when not every cfg.chunk entries.
+Selection select_top(const PressConfig& cfg, const HeadScores& scores, int64_t n, std::vector<int64_t> chunk_ends = {});
 
 }  // namespace snapkv

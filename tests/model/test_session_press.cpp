@@ -10,6 +10,7 @@
 
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "kv/token_runs.h"
 #include "reference_model.h"
 
 namespace snapkv {
@@ -56,6 +57,63 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
     }
     // Same prompt logits as without compression: prefill outputs use the full cache.
     EXPECT_EQ(argmax(s.logits()), argmax(rec.last_logits())) << name;
+  }
+}
+
+// The default tokenizer writes a number one digit per token and an identifier in many pieces; a
+// token run is what whitespace leaves together.
+TEST(TokenRuns, OnTheDefaultTokenizerANumberAndAnIdentifierAreOneRunEach) {
+  const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
+  const std::vector<uint8_t> flags = token_run_flags(*tok);
+  const std::vector<int32_t> ids = tok->encode("The magic number is 4144382.\nIts id: 3c4a9b2e-5d6f-4a1b-8c9d-0e1f2a3b4c5d ok", false);
+  const std::vector<int32_t> start = token_run_starts(ids, flags, 64);
+  std::vector<std::string> runs;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (start[p] == static_cast<int32_t>(p)) runs.emplace_back();
+    runs.back() += tok->token_piece(ids[p]);
+  }
+  EXPECT_EQ(runs, (std::vector<std::string>{"The", " magic", " number", " is", " 4144382.", "\n", "Its", " id:",
+                                            " 3c4a9b2e-5d6f-4a1b-8c9d-0e1f2a3b4c5d", " ok"}));
+  EXPECT_GE(std::count(start.begin(), start.end(), start[ids.size() - 2]), 20) << "the identifier's pieces";
+  // Capped: no run is longer than max_len.
+  const std::vector<int32_t> capped = token_run_starts(ids, flags, 8);
+  for (size_t p = 0; p < ids.size(); ++p) EXPECT_LT(static_cast<int32_t>(p) - capped[p], 8);
+}
+
+// A press keeping whole token runs inside a session presses as it does a recorded prefill; with
+// chunks, every run is kept or dropped whole.
+TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
+  const Decoder& model = *test::reference_model().model;
+  const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
+  const std::vector<uint8_t> flags = token_run_flags(*tok);
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(700);
+  const std::vector<int32_t> start = token_run_starts(ids, flags, 16);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/false, pool);
+  for (const char* spec : {"snapkv+runs=16", "snapkv+budget=ada+runs=16", "snapkv+chunk=20+runs=16"}) {
+    SCOPED_TRACE(spec);
+    SequenceOptions o = snapkv_options(200);
+    ASSERT_EQ(apply_press_spec(o.press, spec), "");
+    EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no run flags given";
+    o.run_flags = flags;
+    Sequence s(model, 800, pool, o);
+    s.prefill(ids);
+    EXPECT_ANY_THROW(rec.pressed(*make_press(o.press)));
+    const KvCache offline = rec.pressed(*make_press(o.press), nullptr, flags);
+    for (int il = 0; il < model.hparams().n_layer; ++il) {
+      const auto a = s.kv().layer(il), b = offline.layer(il);
+      for (size_t h = 0; h < a.size(); ++h) {
+        const std::vector<int32_t> kept = positions(a[h]);
+        ASSERT_EQ(kept, positions(b[h])) << "layer " << il;
+        if (o.press.chunk == 0) continue;
+        for (size_t p = 1; p < ids.size(); ++p) {
+          if (start[p] != start[p - 1]) continue;
+          ASSERT_EQ(std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p)),
+                    std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p - 1)))
+              << "run at " << start[p] << " cut, layer " << il;
+        }
+      }
+    }
   }
 }
 

@@ -154,6 +154,12 @@ TEST(Server, CompletionsCompressPerRequest) {
   EXPECT_EQ(fu["kv_bytes"], fu["kv_full_bytes"]);
   EXPECT_LT(pu["kv_bytes"].get<double>() * 5, pu["kv_full_bytes"].get<double>()) << pu.dump();
   EXPECT_EQ(json::parse(pressed->body)["object"], "text_completion");
+  // Whole token runs: the server hands the model's token run flags to the press.
+  body["kv_compression"]["runs"] = 16;
+  auto runs = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->status, 200) << runs->body;
+  EXPECT_EQ(json::parse(runs->body)["usage"]["kv_bytes"], pu["kv_bytes"]) << "the same capacity";
   EXPECT_EQ(server.stop(), 0);
 }
 

@@ -8,6 +8,7 @@
 #include "kv/press_budget.h"
 #include "kv/press_scores.h"
 #include "kv/presses/presses.h"
+#include "kv/token_runs.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -78,6 +79,59 @@ TEST(Chunks, WholeChunksTheSameInEveryHead) {
   EXPECT_EQ(select_top(c, {{1, 2}, {2, 1}}, 1), (Selection{{1}, {0}}));
   c.chunk = 0;
   EXPECT_EQ(select_top(c, s, 1), (Selection{{9}, {5}}));
+}
+
+// Token runs from per-id flags: a run starts at a token beginning with whitespace, after one
+// ending with it, at a control token, and every max_len tokens.
+TEST(TokenRuns, StartAtWhitespaceControlTokensAndTheCap) {
+  // ids: 0 = " The" (space first), 1 = "4" (joins), 2 = "\n" (both), 3 = "<ctrl>" (both), 4 = "x" (joins)
+  const std::vector<uint8_t> flags = {kBreakBefore, 0, kBreakBefore | kBreakAfter, kBreakBefore | kBreakAfter, 0};
+  const std::vector<int32_t> tokens = {0, 1, 1, 1, 2, 4, 4, 3, 4, 0, 4, 4, 4, 4, 4, 9};
+  //                                   0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15
+  EXPECT_EQ(token_run_starts(tokens, flags, 3),
+            (std::vector<int32_t>{0, 0, 0, 3, 4, 5, 5, 7, 8, 9, 9, 9, 12, 12, 12, 15}));
+  EXPECT_EQ(token_run_starts(tokens, flags, 100),
+            (std::vector<int32_t>{0, 0, 0, 0, 4, 5, 5, 7, 8, 9, 9, 9, 9, 9, 9, 15}));  // 9: an unknown id stands alone
+}
+
+// top_runs: protected entries first, then whole runs by their best entry while they fit, then
+// the best single entries in the room left; entries map to runs through their positions.
+TEST(TokenRuns, TopRunsKeepsWholeRunsByTheirBestEntry) {
+  // Entries hold positions 0..9; runs [0, 1], [2, 3, 4], [5], [6, 7], [8], [9].
+  const std::vector<int32_t> run_start = {0, 0, 2, 2, 2, 5, 6, 6, 8, 9};
+  const std::vector<int32_t> pos = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::vector<float> s = {0.1f, 0.2f, 0.1f, 0.9f, 0.0f, 0.8f, 0.3f, 0.0f, 0.5f, kKeepAlways};
+  // 9 protected; run [2, 4] (best 0.9) takes 3; [5] (0.8) 1; [8] (0.5) 1; [6, 7] (0.3) fits in 6.
+  EXPECT_EQ(top_runs(s, pos.data(), run_start, 8), (std::vector<int32_t>{2, 3, 4, 5, 6, 7, 8, 9}));
+  // n = 5: after 9 and [2, 4], [5] fits, then nothing whole: no room left.
+  EXPECT_EQ(top_runs(s, pos.data(), run_start, 5), (std::vector<int32_t>{2, 3, 4, 5, 9}));
+  // n = 3: [2, 4] does not fit after 9; [5] and [8] do.
+  EXPECT_EQ(top_runs(s, pos.data(), run_start, 3), (std::vector<int32_t>{5, 8, 9}));
+  // n = 7: 9, [2, 4], [5], [8]; then [6, 7] and [0, 1] do not fit: the best single entry left (6).
+  EXPECT_EQ(top_runs(s, pos.data(), run_start, 7), (std::vector<int32_t>{2, 3, 4, 5, 6, 8, 9}));
+  // A head that lost positions 3 and 4 earlier: its entries [0, 1, 2, 5] hold runs [0, 1], [2], [5].
+  const std::vector<int32_t> holes = {0, 1, 2, 5};
+  EXPECT_EQ(top_runs(std::vector<float>{0.0f, 0.7f, 0.6f, 0.1f}, holes.data(), run_start, 2),
+            (std::vector<int32_t>{0, 1}));
+  // Positions past run_start stand alone; every entry kept when n covers them.
+  EXPECT_EQ(top_runs(s, pos.data(), {}, 2), (std::vector<int32_t>{3, 9}));
+  EXPECT_EQ(top_runs(s, pos.data(), run_start, 10).size(), 10u);
+}
+
+// With runs, chunks end where no token run is cut; ChunkKV's ranking is otherwise the same.
+TEST(Chunks, EndBetweenTokenRuns) {
+  const std::vector<int32_t> run_start = {0, 1, 1, 1, 4, 5, 5, 7, 8, 9};
+  const std::vector<int32_t> pos = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  // Chunks of 2: [0, 2) would cut run [1, 3] -> [0, 4); [4, 6) cuts [5, 6] -> [4, 7); [7, 9); [9, 10).
+  EXPECT_EQ(chunk_ends_on_runs(pos.data(), 10, run_start, 2), (std::vector<int64_t>{4, 7, 9, 10}));
+  EXPECT_EQ(chunk_ends_on_runs(pos.data(), 10, {}, 4), (std::vector<int64_t>{4, 8, 10}));
+  PressConfig c;
+  c.chunk = 2;
+  // Means over the chunk summed over the heads: [0, 4) 0.5, [4, 7) 1, [7, 9) 0.5, [9] 3.
+  const HeadScores s = {{0, 2, 0, 0, 0, 3, 0, 1, 0, 3}};
+  // n = 5: [9], [4, 7); neither [0, 4) nor [7, 9) fits. n = 6: [7, 9) does (ties: the earlier first).
+  EXPECT_EQ(select_top(c, s, 5, {4, 7, 9, 10}), (Selection{{4, 5, 6, 9}}));
+  EXPECT_EQ(select_top(c, s, 6, {4, 7, 9, 10}), (Selection{{4, 5, 6, 7, 8, 9}}));
 }
 
 // A layer with one query head on one KV head, head_dim 2, entries at positions 0..n-1.
@@ -334,12 +388,16 @@ TEST(PressConfig, RejectsInvalidCombinations) {
   r.press = "recommended";
   EXPECT_EQ(r.validate(), "");
   EXPECT_EQ(r.describe(), "recommended = snapkv (capacity 1024, window 32, kernel 7, pool max, gqa mean, budget ada, "
-                          "chunks of 20)");
+                          "chunks of 20, runs of up to 32)");
   EXPECT_EQ(make_press(r)->config().chunk, 20);
+  EXPECT_EQ(make_press(r)->config().runs, 32);
   EXPECT_EQ(make_press(r)->config().budget, BudgetKind::kAda);
-  r.chunk = 10;
-  EXPECT_NE(r.validate().find("recommended is snapkv+budget=ada+chunk=20: chunk 10 does not go with it"),
+  r.runs = 16;
+  EXPECT_NE(r.validate().find("recommended is snapkv+budget=ada+chunk=20+runs=32: runs 16 does not go with it"),
             std::string::npos);
+  r.runs = 0;
+  r.kernel = 15;  // an option the alias leaves at its default may change
+  EXPECT_EQ(r.validate(), "");
   c.chunk = 0;
   c.press = "snap";
   EXPECT_NE(c.validate().find("unknown press 'snap'"), std::string::npos);

@@ -1,6 +1,6 @@
 // The contract every registered press keeps, checked on the same synthetic layers for each name
 // in the registry (a new press is run here without anyone listing it) and with each budget
-// (uniform, pyramid, ada): positions within the layer, strictly ascending (so unique and sorted),
+// (uniform, pyramid, ada), keeping single entries, whole token runs or whole chunks: positions within the layer, strictly ascending (so unique and sorted),
 // the same selection from two instances, the budget's rule, the tail of the prompt it promises to
 // keep, and prompts no longer than the capacity kept whole. What each press promises is stated in
 // kContracts, with the reason where a press keeps no window; a registered press missing from that
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,7 @@ enum class Budget {
                 // budgets average the capacity over the layers (budget pyramid)
   kLayerTotal,  // a layer's heads share n_kv_heads * capacity, each keeping at least its protected
                 // tail (budget ada)
-  kLayerAtMost, // the same, in whole chunks per head: at most n_kv_heads * capacity (ada with chunks)
+  kLayerAtMost, // the same, in whole chunks: at most n_kv_heads * capacity (uniform or ada with chunks)
 };
 
 struct Contract {
@@ -48,7 +49,7 @@ const Contract kContracts[] = {
     {"snapkv", Budget::kPerHead, window_of, 0, "the window's entries score kKeepAlways"},
     {"pyramidkv", Budget::kPerLayer, window_of, 0, "SnapKV's scores: the window is kept"},
     {"ada_kv", Budget::kLayerTotal, window_of, 0, "SnapKV's scores: the window is kept"},
-    {"recommended", Budget::kLayerAtMost, window_of, 0, "SnapKV's scores: the window's chunk is kept"},
+    {"recommended", Budget::kLayerAtMost, window_of, 0, "SnapKV's scores: the window's chunks are kept"},
     {"streaming_llm", Budget::kPerHead, [](const PressConfig& c) { return c.capacity - c.sinks; }, 4,
      "the sinks and the most recent capacity - sinks entries (the window among them)"},
     {"h2o", Budget::kPerHead, none, 0, "no entry is protected, as kvpress's ObservedAttentionPress"},
@@ -74,6 +75,7 @@ struct Layers {
   std::vector<std::vector<float>> q;     // [layer][kWindow * kHeads * kHeadDim]
   std::vector<std::vector<std::vector<float>>> observed;  // [layer][query head][n]
   std::vector<int32_t> pos, qpos;
+  std::vector<int32_t> run_start;  // token runs of 1 to 4 positions
   std::vector<std::vector<KvHeadView>> views;  // [layer][head]
   ThreadPool pool{1};
 
@@ -86,6 +88,7 @@ struct Layers {
       return x;
     };
     for (int32_t i = 0; i < n; ++i) pos.push_back(i);
+    for (int32_t i = 0; i < n; ++i) run_start.push_back(i > 0 && (i * 7) % 5 != 0 && i - run_start.back() < 4 ? run_start.back() : i);
     for (int64_t i = n - kWindow; i < n; ++i) qpos.push_back(static_cast<int32_t>(i));
     for (int il = 0; il < kLayers; ++il) {
       for (int h = 0; h < kKvHeads; ++h) {
@@ -121,13 +124,17 @@ struct Layers {
     in.n_window = kWindow;
     in.observed = observed[il];
     in.first_new_pos = 0;
+    in.run_start = run_start;
     in.pool = &pool;
     return in;
   }
 };
 
-PressConfig config_of(const std::string& press, BudgetKind budget = BudgetKind::kUniform) {
+PressConfig config_of(const std::string& press, BudgetKind budget = BudgetKind::kUniform, int runs = 0,
+                      int chunk = 0) {
   PressConfig c;
+  c.runs = runs;
+  c.chunk = chunk;
   c.press = press;
   c.capacity = kCapacity;
   c.window = kWindow;
@@ -140,18 +147,24 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromisesUnderEveryBudget) {
   ASSERT_FALSE(press_infos().empty());
   for (const PressInfo& info : press_infos()) {
    for (const BudgetKind budget : {BudgetKind::kUniform, BudgetKind::kPyramid, BudgetKind::kAda}) {
-    SCOPED_TRACE(info.name + ", budget " + budget_name(budget));
-    const PressConfig cfg = config_of(info.name, budget);
+   for (const auto& [runs, chunk] : {std::pair{0, 0}, std::pair{4, 0}, std::pair{0, 5}, std::pair{4, 5}}) {
+    SCOPED_TRACE(info.name + ", budget " + budget_name(budget) + ", runs " + std::to_string(runs) + ", chunk " +
+                 std::to_string(chunk));
+    const PressConfig cfg = config_of(info.name, budget, runs, chunk);
     if (!cfg.validate().empty()) continue;  // pyramidkv and ada_kv have their own budget
     const auto press = make_press(cfg), again = make_press(cfg);
     if (budget != BudgetKind::kUniform && press->config().press != info.name) continue;  // an alias: its own budget
+    // Pyramid with chunks promises no layer total, and a late layer's budget may hold fewer
+    // entries than the window's chunks.
+    if (chunk > 0 && press->config().budget == BudgetKind::kPyramid) continue;
     const Contract* contract = contract_of(info.name);
     EXPECT_TRUE(contract) << "press '" << info.name << "' has no row in kContracts: state its budget rule and "
                           << "which entries it always keeps";
     if (contract && contract->budget == Budget::kWhole && budget != BudgetKind::kUniform) continue;
-    const Budget rule = !contract || budget == BudgetKind::kUniform ? (contract ? contract->budget : Budget::kPerHead)
-                        : budget == BudgetKind::kPyramid          ? Budget::kPerLayer
-                                                                  : Budget::kLayerTotal;
+    const Budget rule = chunk > 0 && (!contract || contract->budget != Budget::kWhole) ? Budget::kLayerAtMost
+                        : !contract || budget == BudgetKind::kUniform ? (contract ? contract->budget : Budget::kPerHead)
+                        : budget == BudgetKind::kPyramid              ? Budget::kPerLayer
+                                                                      : Budget::kLayerTotal;
     int64_t layers_total = 0;
     for (int il = 0; il < kLayers; ++il) {
       SCOPED_TRACE("layer " + std::to_string(il));
@@ -173,9 +186,11 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromisesUnderEveryBudget) {
         for (size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1], kept[i]) << "not ascending at " << i;
         layer_total += static_cast<int64_t>(kept.size());
         if (!contract) continue;
-        // The tail it promises, and at least the queries it scores with.
-        const int tail = budget == BudgetKind::kUniform ? std::max(contract->kept_tail(cfg), press->window())
-                                                        : press->window();
+        // The tail it promises, and at least the queries it scores with (whole runs or chunks may
+        // take the room of an unprotected tail).
+        const int tail = budget == BudgetKind::kUniform && runs == 0 && chunk == 0
+                             ? std::max(contract->kept_tail(cfg), press->window())
+                             : press->window();
         for (int64_t p = layers.n - tail; p < layers.n; ++p) {
           EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "tail position " << p << " dropped ("
                                                                        << contract->why << ")";
@@ -205,6 +220,7 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromisesUnderEveryBudget) {
     if (rule == Budget::kPerLayer) {
       EXPECT_NEAR(static_cast<double>(layers_total), kLayers * kKvHeads * kCapacity, kLayers * kKvHeads);
     }
+   }
    }
   }
 }

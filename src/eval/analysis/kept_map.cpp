@@ -30,7 +30,7 @@ KeptMap analyze_map(const Model& model, const MapOptions& o) {
   RecordedPrefill state(decoder, o.input.kv_type, press->window(), press->needs_observed_attention(),
                         model.impl().threads());
   state.extend(prompt.ids);
-  const KvCache pressed = state.pressed(*press);
+  const KvCache pressed = state.pressed(*press, nullptr, model.impl().run_flags);
 
   KeptMap m;
   m.model = model.info().name;
