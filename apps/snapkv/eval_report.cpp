@@ -110,16 +110,23 @@ std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::s
       grids[l][{cv, rv}].add(row.score);
     }
   }
-  const auto full = means.find("full");
-  const auto vs_full = [&](double v) {
-    return full != means.end() && full->second.value() > 0 ? fmt::format("{:.0f} %", 100 * v / full->second.value())
-                                                           : std::string("-");
+  // Over the cases both have, so that a stopped run's partial configuration is compared fairly.
+  const auto vs_full = [&](const std::string& l) {
+    const auto full = by_case.find("full");
+    if (full == by_case.end()) return std::string("-");
+    Mean mine, theirs;
+    for (const auto& [id, m] : by_case[l]) {
+      const auto it = full->second.find(id);
+      if (it != full->second.end()) mine.add(m.value()), theirs.add(it->second.value());
+    }
+    return theirs.n && theirs.value() > 0 ? fmt::format("{:.0f} %", 100 * mine.value() / theirs.value())
+                                          : std::string("-");
   };
   std::string md = fmt::format(
       "`snapkv eval {}`, model {}, {}: {} cases; score: {} (best {:g}). C = KV entries kept per KV head; KV kept = "
       "bytes of the compressed cache over the full one, when decoding starts; decode s = seconds per answer (the "
       "answers of a case decode in one batch and share its time); 95 % CI: of the mean score, bootstrap over the "
-      "cases.\n\n"
+      "cases; vs full: over the cases both have.\n\n"
       "| press | C | results | score | 95 % CI | vs full | KV kept | decode s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
       r.suite, r.model, r.placement, cases.size(), r.score_name, r.score_max);
   for (const std::string& p : presses) {
@@ -131,7 +138,7 @@ std::string write_eval_report(const EvalSuiteResult& r, const std::vector<std::s
       const MeanInterval ci = bootstrap_mean_interval(per_case);
       md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f}–{:.2f} | {} | {:.1f} % | {:.2f} |\n", p,
                         c ? std::to_string(c) : "-", means[l].n, means[l].value(), ci.lo, ci.hi,
-                        vs_full(means[l].value()), 100 * kv_kept[l].value(), decode_s[l].value());
+                        vs_full(l), 100 * kv_kept[l].value(), decode_s[l].value());
     }
   }
   if (tasks.size() > 1) {

@@ -145,8 +145,27 @@ TEST(CliEvalSuite, ResumeFromGzipRunsExactlyTheMissingResults) {
   const ResultLines repaired = read_result_lines(part / "niah.jsonl.gz");
   EXPECT_FALSE(repaired.truncated);
   EXPECT_EQ(repaired.lines, lines);
+
+  // A configuration stopped part way is compared with the full cache over the cases both have:
+  // snapkv scored only at depth 0, as the full cache there, is 100 % of it (not of the full mean).
+  const fs::path partial = fresh_dir("resume_partial");
+  fs::create_directories(partial);
+  std::vector<std::string> kept;
+  for (const std::string& line : all) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    const bool depth0 = j["case"] == "L600_d0";
+    if (j["press"] == "snapkv" && !depth0) continue;
+    j["score"] = depth0 ? 4.0 : 10.0;
+    kept.push_back(j.dump());
+  }
+  append_result_lines(partial / "niah.jsonl.gz", kept);
+  const test::CliRun report = test::run_cli(args(partial) + " --report");
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("| full | - | 2 | 7.00 |"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("| snapkv | 128 | 1 | 4.00 | 4.00–4.00 | 100 % |"), std::string::npos) << report.out;
   fs::remove_all(whole);
   fs::remove_all(part);
+  fs::remove_all(partial);
 }
 
 // The presses of a case decode in one batch, and each answer stays with its press: full's and
