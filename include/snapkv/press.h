@@ -33,7 +33,8 @@ struct PressConfig {
   GqaReduce gqa = GqaReduce::kMean;
   bool compress_short = false; // false (official): prompts of at most `capacity` entries stay whole,
                                // in ratio mode too; true: every prompt is pressed (kvpress)
-  int sinks = 4;               // streaming_llm: initial entries always kept
+  int sinks = 4;               // streaming_llm, expected_attention: initial entries always kept
+  int future = 512;            // expected_attention: future query positions its average rotation covers
   BudgetKind budget = BudgetKind::kUniform;  // pyramidkv and ada_kv are snapkv with these budgets
   double alpha = 0.2;          // budget ada: share of each head's budget guaranteed (safeguard)
   int beta = 20;               // budget pyramid: min budget = B / beta

@@ -261,7 +261,7 @@ std::string BatchScheduler::cache_key(const PressConfig& press) const {
 
 bool BatchScheduler::shares_document(const PressConfig& press) const {
   return opt_.prompt_cache && press.compresses() && press.gqa != GqaReduce::kPerQueryHead &&
-         !make_press(press)->needs_observed_attention();
+         !make_press(press)->needs().whole_prompt();
 }
 
 int BatchScheduler::shared_document(const Running& r, const std::vector<std::unique_ptr<Running>>& running) const {

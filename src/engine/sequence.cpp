@@ -50,7 +50,8 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
       fail(ErrorKind::kInternal, "the press keeps whole token runs but the session was given no token run flags");
     }
   } else {
-    window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, false, pool);
+    window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},
+                                              h.rope, pool);
   }
 }
 

@@ -151,14 +151,15 @@ std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uin
          params.tokens_needed());
   }
   // One prefill per length records what every press needs: the widest window, and the observed
-  // attention only when some press (h2o) scores with it, since it costs a second attention pass.
+  // attention (h2o) or query statistics (expected_attention) only when some press scores with
+  // them, since they cost extra passes over every query.
   int64_t window = 1;
-  bool observed = false;
+  PressNeeds needs;
   for (const std::string& p : params.presses) {
     for (int c : params.capacities) {
       const std::unique_ptr<Press> press = make_press(params.cell_config(p, c));
       window = std::max<int64_t>(window, press->window());
-      observed |= press->needs_observed_attention();
+      needs |= press->needs();
     }
   }
 
@@ -179,7 +180,7 @@ std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uin
       p.elapsed_s = total.seconds();
       progress(p);
     }
-    const RecordedPrefill rec(model, tokens.first(static_cast<size_t>(length)), params.kv_type, window, observed,
+    const RecordedPrefill rec(model, tokens.first(static_cast<size_t>(length)), params.kv_type, window, needs,
                               pool);
     const std::span<const int32_t> cont = tokens.subspan(static_cast<size_t>(length), static_cast<size_t>(n));
     const std::span<const int32_t> target = tokens.subspan(static_cast<size_t>(length) + 1, static_cast<size_t>(n));

@@ -7,16 +7,17 @@
 
 namespace snapkv {
 
-RecordedPrefill::RecordedPrefill(const Decoder& model, KvType type, int64_t window, bool observed, ThreadPool& pool)
+RecordedPrefill::RecordedPrefill(const Decoder& model, KvType type, int64_t window, PressNeeds needs, ThreadPool& pool)
     : model_(&model),
       pool_(&pool),
       full_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, type, 1,
             model.hparams().layer_window),
-      recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, observed, pool) {}
+      recorder_(model.hparams().n_layer, model.hparams().n_head, model.hparams().head_dim, window, needs,
+                model.hparams().rope, pool) {}
 
 RecordedPrefill::RecordedPrefill(const Decoder& model, std::span<const int32_t> tokens, KvType type, int64_t window,
-                                 bool observed, ThreadPool& pool)
-    : RecordedPrefill(model, type, window, observed, pool) {
+                                 PressNeeds needs, ThreadPool& pool)
+    : RecordedPrefill(model, type, window, needs, pool) {
   extend(tokens);
 }
 

@@ -20,11 +20,11 @@ namespace snapkv {
 // Extending gives the same cache and press inputs as one prefill of all the tokens.
 class RecordedPrefill {
  public:
-  // Holds no tokens yet. window: the most queries any press will need; observed: record h2o's
-  // column sums.
-  RecordedPrefill(const Decoder& model, KvType type, int64_t window, bool observed, ThreadPool& pool);
+  // Holds no tokens yet. window: the most queries any press will need; needs: what else the
+  // presses need recorded (all of theirs, PressNeeds::operator|=).
+  RecordedPrefill(const Decoder& model, KvType type, int64_t window, PressNeeds needs, ThreadPool& pool);
   RecordedPrefill(const Decoder& model, std::span<const int32_t> tokens, KvType type, int64_t window,
-                  bool observed, ThreadPool& pool);
+                  PressNeeds needs, ThreadPool& pool);
 
   // Prefills tokens after those held (at the next positions).
   void extend(std::span<const int32_t> tokens);

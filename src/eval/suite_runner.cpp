@@ -111,9 +111,9 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
     fail(ErrorKind::kInvalidArgument, "no {} case fits the model's context of {}", o.suite, info.n_ctx_train);
   }
 
-  // One prefill records what every press needs: the widest window, observed attention for h2o.
+  // One prefill records what every press needs: the widest window, what else they need (PressNeeds).
   int64_t window = 1;
-  bool observed = false;
+  PressNeeds needs;
   std::map<std::pair<std::string, int>, std::unique_ptr<Press>> presses;
   FidelityParams cells;  // the press of each (press, capacity) cell, as the fidelity evaluation builds it
   cells.base = o.base;
@@ -122,7 +122,7 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
     for (int c : o.capacities) {
       auto press = make_press(cells.cell_config(p, c));
       window = std::max<int64_t>(window, press->window());
-      observed |= press->needs_observed_attention();
+      needs |= press->needs();
       presses[{p, c}] = std::move(press);
     }
   }
@@ -192,7 +192,7 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
     const EvalCase& c = cases[todo[k]];
     const EvalPrompt& prompt = prompts[todo[k]];
     const std::span<const int32_t> all(prompt.ids), head = before(todo[k]), tail = all.subspan(prompt.split);
-    RecordedPrefill state(decoder, o.kv_type, window, observed, pool);
+    RecordedPrefill state(decoder, o.kv_type, window, needs, pool);
     if (!saved.empty() && saved.back().tokens().size() > keep[k]) {
       state = std::move(saved.back());  // no later case starts from it
       saved.pop_back();

@@ -9,8 +9,8 @@ namespace snapkv {
 
 Compressor::Compressor(const PressConfig& cfg, const Decoder& model, KvCache& cache, ThreadPool& pool)
     : press_(make_press(cfg)), model_(model), cache_(cache),
-      recorder_(cache.n_layer(), model.hparams().n_head, cache.head_dim(), press_->window(),
-                press_->needs_observed_attention(), pool),
+      recorder_(cache.n_layer(), model.hparams().n_head, cache.head_dim(), press_->window(), press_->needs(),
+                model.hparams().rope, pool),
       kept_(cache.n_layer()) {}
 
 void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress, bool extend) {
@@ -20,16 +20,16 @@ void Compressor::begin(int64_t n_tok, int32_t first_pos, bool compress, bool ext
 }
 
 void Compressor::restore_window(std::span<const WindowQueries> windows) {
-  if (press_->needs_observed_attention()) {
-    fail(ErrorKind::kUnsupported, "press {} needs the attention of every prompt query, which a saved context does "
-         "not hold; compress the document with it instead", press_->config().press);
+  if (press_->needs().whole_prompt()) {
+    fail(ErrorKind::kUnsupported, "press {} needs every prompt query, which a saved context does not hold; "
+         "compress the document with it instead", press_->config().press);
   }
   for (size_t il = 0; il < windows.size(); ++il) recorder_.set_window(static_cast<int>(il), windows[il]);
 }
 
 void Compressor::queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) {
-  // Observed attention is only needed (and only correct) over a whole prompt.
-  if (compress_ || !press_->needs_observed_attention()) recorder_.queries(il, n_tok, q, pos, lse, kv);
+  // Observed attention and query statistics are only needed (and only correct) over a whole prompt.
+  if (compress_ || !press_->needs().whole_prompt()) recorder_.queries(il, n_tok, q, pos, lse, kv);
 }
 
 void Compressor::layer_done(int il) {
@@ -40,7 +40,7 @@ void Compressor::layer_done(int il) {
   }
   // Re-compression during generation, once a head grew `recompress` entries past the capacity.
   const PressConfig& c = press_->config();
-  if (c.recompress == 0 || press_->needs_observed_attention() || c.ratio > 0) return;
+  if (c.recompress == 0 || press_->needs().whole_prompt() || c.ratio > 0) return;
   if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) {
     kept_[il] = press_layer(*press_, cache_, il, input(il), model_);
   }

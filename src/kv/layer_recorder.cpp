@@ -4,9 +4,11 @@
 
 namespace snapkv {
 
-LayerRecorder::LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, bool observed, ThreadPool& pool)
-    : n_head_(n_head), head_dim_(head_dim), window_(std::max<int64_t>(1, window)), observed_on_(observed),
-      pool_(&pool), win_q_(n_layer), win_pos_(n_layer), observed_(n_layer), seen_(n_layer, 0) {}
+LayerRecorder::LayerRecorder(int n_layer, int n_head, int head_dim, int64_t window, PressNeeds needs,
+                             const RopeParams& rope, ThreadPool& pool)
+    : n_head_(n_head), head_dim_(head_dim), window_(std::max<int64_t>(1, window)), needs_(needs), rope_(rope),
+      inv_freq_(rope.inv_freq()), pool_(&pool), win_q_(n_layer), win_pos_(n_layer), observed_(n_layer),
+      seen_(n_layer, 0), stats_(n_layer) {}
 
 void LayerRecorder::begin(int64_t n_tok, int32_t first_pos, Call call) {
   n_tok_ = n_tok;
@@ -31,7 +33,8 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
     wq.erase(wq.begin(), wq.begin() + drop * row);
     wp.erase(wp.begin(), wp.begin() + drop);
   }
-  if (!observed_on_) return;
+  if (needs_.stats_from >= 0) add_query_stats(il, n_tok, q, pos);
+  if (!needs_.observed) return;
   const std::span<const KvHeadView> views = kv.layer(il);
   const int n_group = n_head_ / static_cast<int>(views.size());
   std::vector<std::vector<float>>& obs = observed_[il];
@@ -44,6 +47,41 @@ void LayerRecorder::queries(int il, int64_t n_tok, const float* q, const int32_t
   for (int h = 0; h < n_head_; ++h) rows[h] = obs[h].data();
   attention_column_sums(q, pos, n_tok, n_head_, head_dim_, views, rows, *pool_, lse);
   seen_[il] += n_tok;
+}
+
+void LayerRecorder::add_query_stats(int il, int64_t n_tok, const float* q, const int32_t* pos) {
+  const int64_t d = head_dim_, row = n_head_ * d;
+  QueryStats& st = stats_[il];
+  if (st.sum.empty()) st.sum.assign(row, 0.0), st.outer.assign(row * d, 0.0);
+  // The rows at positions >= stats_from, rotated back by their own angles: RoPE multiplies by
+  // mscale and rotates, so its inverse divides and rotates the other way.
+  std::vector<int32_t> p;
+  std::vector<float> x;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (pos[t] < needs_.stats_from) continue;
+    p.push_back(pos[t]);
+    x.insert(x.end(), q + t * row, q + (t + 1) * row);
+  }
+  if (p.empty()) return;
+  const int64_t n = static_cast<int64_t>(p.size());
+  RopeAngles a = rope_angles(inv_freq_, p.data(), n, 1 / rope_.mscale());
+  for (float& v : a.sin) v = -v;
+  rope(x.data(), a, 0, n, n_head_, head_dim_, rope_.mode);
+  pool_->for_each_item(n_head_, [&](int64_t h) {
+    // In f32 over this call's rows (at most a prefill chunk), then added to the f64 sums.
+    std::vector<float> outer(static_cast<size_t>(d * d), 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+      const float* v = x.data() + t * row + h * d;
+      for (int64_t i = 0; i < d; ++i) {
+        st.sum[h * d + i] += v[i];
+        float* o = outer.data() + i * d;
+        for (int64_t j = 0; j < d; ++j) o[j] += v[i] * v[j];
+      }
+    }
+    for (int64_t k = 0; k < d * d; ++k) st.outer[h * d * d + k] += outer[k];
+  });
+  st.n += n;
+  st.next_pos = std::max(st.next_pos, p.back() + 1);
 }
 
 LayerInput LayerRecorder::input(int il, std::span<const KvHeadView> kv) const {
@@ -60,6 +98,11 @@ LayerInput LayerRecorder::input(int il, std::span<const KvHeadView> kv) const {
   in.n_window = held - skip;
   in.observed = observed_[il];
   in.first_new_pos = first_pos_;
+  in.q_sum = stats_[il].sum;
+  in.q_outer = stats_[il].outer;
+  in.q_count = stats_[il].n;
+  in.q_next_pos = stats_[il].next_pos;
+  in.rope = &rope_;
   in.pool = pool_;
   return in;
 }
@@ -85,13 +128,17 @@ void LayerRecorder::drop_from(int32_t pos) {
   }
 }
 
-void LayerRecorder::release(int il) { observed_[il] = {}; }
+void LayerRecorder::release(int il) {
+  observed_[il] = {};
+  stats_[il] = {};
+}
 
 void LayerRecorder::clear() {
   for (size_t il = 0; il < win_q_.size(); ++il) {
     win_q_[il].clear();
     win_pos_[il].clear();
     observed_[il] = {};
+    stats_[il] = {};
   }
 }
 
@@ -100,6 +147,7 @@ size_t LayerRecorder::bytes() const {
   for (size_t il = 0; il < win_q_.size(); ++il) {
     n += win_q_[il].capacity() * sizeof(float) + win_pos_[il].capacity() * sizeof(int32_t);
     for (const auto& v : observed_[il]) n += v.capacity() * sizeof(float);
+    n += (stats_[il].sum.capacity() + stats_[il].outer.capacity()) * sizeof(double);
   }
   return n;
 }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kv/press_budget.h"
 #include "kv/press_scores.h"
 #include "kv/presses/presses.h"
@@ -45,6 +47,10 @@ const std::vector<Registered>& registry() {
       {{"keydiff", "the entries whose keys point furthest from the head's mean key direction (no query needed)"},
        make_keydiff_press, false},
       {{"random", "uniformly random entries, reproducible from the seed"}, make_random_press, false},
+      {{"expected_attention", "the first `sinks` entries, and the others by the attention the prompt's average "
+                              "query, rotated to the next `future` positions, can expect to pay them, times their "
+                              "value's norm (no question needed)"},
+       make_expected_attention_press, false},
   };
   return r;
 }
@@ -83,8 +89,8 @@ std::string check_rules(const PressConfig& c) {
   if (c.chunk > 0 && c.ratio == 0 && c.chunk > c.capacity) {
     return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", c.chunk, c.capacity);
   }
-  if (c.ratio == 0 && c.press == "streaming_llm" && c.sinks >= c.capacity) {
-    return fmt::format("streaming_llm needs 0 <= sinks < capacity, got {} sinks", c.sinks);
+  if (c.ratio == 0 && (c.press == "streaming_llm" || c.press == "expected_attention") && c.sinks >= c.capacity) {
+    return fmt::format("{} needs 0 <= sinks < capacity, got {} sinks", c.press, c.sinks);
   }
   return {};
 }
@@ -131,6 +137,16 @@ std::string PressConfig::describe() const {
                      critical > 0 ? fmt::format(", critical {}", critical) : "",
                      chunk > 0 ? fmt::format(", chunks of {}", chunk) : "",
                      runs > 0 ? fmt::format(", runs of up to {}", runs) : "");
+}
+
+PressNeeds& PressNeeds::operator|=(const PressNeeds& o) {
+  if (stats_from >= 0 && o.stats_from >= 0 && stats_from != o.stats_from) {
+    fail(ErrorKind::kInvalidArgument, "presses that need query statistics from different positions ({} and {} "
+         "sinks) cannot share one prefill; run them apart", stats_from, o.stats_from);
+  }
+  observed |= o.observed;
+  stats_from = std::max(stats_from, o.stats_from);
+  return *this;
 }
 
 Selection Press::select(const LayerInput& in) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/rope.h"
 #include "snapkv/press.h"
 #include "util/thread_pool.h"
 
@@ -40,11 +41,32 @@ struct LayerInput {
   // Per position, the position its token run starts at (kv/token_runs.h), when the press keeps
   // whole runs (cfg.runs); empty otherwise.
   std::span<const int32_t> run_start;
+  // Query statistics (expected_attention): per query head, the sums of the pre-RoPE queries
+  // [n_head][d] and of their outer products [n_head][d][d] over the prompt's q_count tokens at
+  // positions >= PressNeeds::stats_from, and the position after the last (where future queries
+  // begin); the layer's RoPE, to rotate them there. Empty unless the press asks for them.
+  std::span<const double> q_sum, q_outer;
+  int64_t q_count = 0;
+  int32_t q_next_pos = 0;
+  const RopeParams* rope = nullptr;
   ThreadPool* pool = nullptr;
   // Optional: SnapKV's scores of this input, kept by whoever presses it several times (an
   // evaluation presses one recorded layer with snapkv, pyramidkv and ada_kv at every capacity).
   // Null: scores are computed every time.
   ScoreMemo* score_memo = nullptr;
+};
+
+// What a press needs recorded while a prompt is prefilled, beside the last `window` queries.
+struct PressNeeds {
+  bool observed = false;    // h2o: every query's attention, summed per entry (LayerInput::observed)
+  int32_t stats_from = -1;  // >= 0: the mean and covariance of the pre-RoPE queries at positions >= this
+                            // (expected_attention; LayerInput::q_mean)
+  // Needs every query of the prompt, not just the last ones: a saved window cannot stand in for
+  // them, and generated tokens do not continue them.
+  bool whole_prompt() const { return observed || stats_from >= 0; }
+  // What either needs. Error(kInvalidArgument) when both need query statistics from different
+  // positions (one recording cannot serve both).
+  PressNeeds& operator|=(const PressNeeds& o);
 };
 
 // Kept entry indices per stored head, ascending. An empty Selection keeps everything.
@@ -61,7 +83,7 @@ class Press {
   Selection select(const LayerInput& in) const;
   // Queries the press scores with (the last ones of the prompt).
   virtual int window() const { return cfg_.window; }
-  virtual bool needs_observed_attention() const { return false; }
+  virtual PressNeeds needs() const { return {}; }
   // Whether its input must carry the layer's output projection (LayerInput::out_proj).
   bool needs_out_proj() const { return cfg_.critical > 0; }
   const PressConfig& config() const { return cfg_; }

@@ -109,8 +109,13 @@ std::vector<PressParam> make_table() {
   p.put = [](PressConfig& c, const PressValue& v) { c.compress_short = std::get<std::string>(v) == "always"; };
   t.push_back(p);
 
-  p = number("sinks", T::kInt, 0, 1 << 24, "streaming_llm: initial tokens always kept");
+  p = number("sinks", T::kInt, 0, 1 << 24, "streaming_llm, expected_attention: initial tokens always kept");
   p.get = get_int<&PressConfig::sinks>, p.put = put_int<&PressConfig::sinks>;
+  t.push_back(p);
+
+  p = number("future", T::kInt, 1, 1 << 20,
+             "expected_attention: how many positions after the prompt its expected queries are averaged over");
+  p.get = get_int<&PressConfig::future>, p.put = put_int<&PressConfig::future>;
   t.push_back(p);
 
   p = choice("budget", names_of(kBudgets, budget_name),

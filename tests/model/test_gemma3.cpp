@@ -219,7 +219,7 @@ TEST(Gemma3, PressesCompressTheGlobalLayersOnly) {
   EXPECT_TRUE(std::all_of(s.logits().begin(), s.logits().end(), [](float x) { return std::isfinite(x); }));
 
   // The same on a recorded prefill pressed afterwards (snapkv eval fidelity, analyze).
-  const RecordedPrefill rec(model, ids, KvType::kF16, 32, false, pool);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, PressNeeds{}, pool);
   const KvCache c = rec.pressed(*make_press(press));
   for (int il = 0; il < model.hparams().n_layer; ++il) {
     EXPECT_EQ(c.layer(il)[0].n, il % 6 == 5 ? 128 : rec.full().layer(il)[0].n) << "layer " << il;

@@ -1,11 +1,11 @@
 // Which prompt entries our presses keep, per layer and KV head, against references we did not
 // write: kvpress 0.5.5 (SnapKVPress, PyramidKVPress, AdaKVPress, StreamingLLMPress, KnormPress,
-// ObservedAttentionPress, TOVAPress), the authors' own SnapKVCluster (max and average pooling, one
-// selection per query head as they run it on GQA models) and a numpy transcription of it with the
-// GQA mean, on the default model and prompts of 2K-7K tokens (tests/fixtures/press_selections.json,
-// made by tools/reference/make_press_fixture.py); and kvpress's ChunkKVPress(SnapKVPress), whole
-// chunks of 10 and 20 (tests/fixtures/press_chunks.json, tools/reference/make_chunk_fixture.py),
-// which has no scores and must match exactly.
+// ObservedAttentionPress, TOVAPress, ExpectedAttentionPress), the authors' own SnapKVCluster (max
+// and average pooling, one selection per query head as they run it on GQA models) and a numpy
+// transcription of it with the GQA mean, on the default model and prompts of 2K-7K tokens
+// (tests/fixtures/press_selections.json, made by tools/reference/make_press_fixture.py); and
+// kvpress's ChunkKVPress(SnapKVPress), whole chunks of 10 and 20 (tests/fixtures/press_chunks.json,
+// tools/reference/make_chunk_fixture.py), which has no scores and must match exactly.
 //
 // A case matches when
 //  * every KV head keeps exactly the reference's number of entries;
@@ -185,13 +185,13 @@ PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
 }
 
 RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int64_t window = 1) {
-  bool observed = false;
+  PressNeeds needs;
   for (const json& c : p.cases) {
     const auto press = make_press(config_from(c.at("options")));
     window = std::max<int64_t>(window, press->window());
-    observed |= press->needs_observed_attention();
+    needs |= press->needs();
   }
-  return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, observed, pool);
+  return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, needs, pool);
 }
 
 // Every case of the prompt, with the capacity as given and as a ratio (kvpress cases given a
@@ -266,6 +266,27 @@ TEST(PressReference, WrongSelectionsFail) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// The same for expected attention: kvpress's ExpectedAttentionPress against ours with the expected
+// queries rotated to one future position or over 8,192 of them, and against knorm (a scorer of the
+// keys alone).
+TEST(PressReference, WrongExpectedAttentionFails) {
+  PromptCases p = prompt_cases(0);
+  std::erase_if(p.cases, [](const json& c) { return c.at("reference") != "kvpress.ExpectedAttentionPress"; });
+  ASSERT_EQ(p.cases.size(), 2u);
+  ThreadPool pool(2);
+  const RecordedPrefill rec = record(p, KvType::kF32, pool);
+  for (const json& c : p.cases) {
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, json>>{{"future", 1}, {"future", 8192}, {"press", "knorm"}}) {
+      json o = c.at("options");
+      o[key] = value;
+      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(o)))), c, kF32Rule);
+      print("ExpectedAttention against " + o.dump(), v);
+      EXPECT_NE(v.why, "") << o.dump() << " passes as " << c.at("options").dump();
+    }
+  }
 }
 
 // The same for chunks: kvpress's chunks against single entries, chunks of the other size, and

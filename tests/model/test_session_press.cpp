@@ -40,10 +40,10 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
   const std::vector<int32_t> ids = essay(700);
   // One recorded prefill for every press, as the evaluation runner does: the SnapKV scores it
   // keeps serve pyramidkv and ada_kv, and are not taken for another pooling kernel or capacity.
-  const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, PressNeeds{.observed = true, .stats_from = 4}, pool);
   for (const auto& [name, kernel, capacity] : {std::tuple{"snapkv", 7, 200}, std::tuple{"ada_kv", 7, 200},
                                               std::tuple{"pyramidkv", 7, 300}, std::tuple{"snapkv", 5, 200},
-                                              std::tuple{"h2o", 7, 200}}) {
+                                              std::tuple{"h2o", 7, 200}, std::tuple{"expected_attention", 7, 200}}) {
     SequenceOptions o = snapkv_options(capacity);
     o.press.press = name;
     o.press.kernel = kernel;
@@ -89,7 +89,7 @@ TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const std::vector<int32_t> start = token_run_starts(ids, flags, 16);
-  const RecordedPrefill rec(model, ids, KvType::kF16, 32, /*observed=*/false, pool);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 32, PressNeeds{}, pool);
   for (const char* spec : {"snapkv+runs=16", "snapkv+budget=ada+runs=16", "snapkv+chunk=20+runs=16"}) {
     SCOPED_TRACE(spec);
     SequenceOptions o = snapkv_options(200);
@@ -127,8 +127,8 @@ TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const std::span<const int32_t> all(ids);
-  const RecordedPrefill whole(model, ids, KvType::kF16, 32, /*observed=*/true, pool);
-  RecordedPrefill prefix(model, KvType::kF16, 32, /*observed=*/true, pool);
+  const RecordedPrefill whole(model, ids, KvType::kF16, 32, PressNeeds{.observed = true, .stats_from = 4}, pool);
+  RecordedPrefill prefix(model, KvType::kF16, 32, PressNeeds{.observed = true, .stats_from = 4}, pool);
   prefix.extend(all.first(690));
   RecordedPrefill parts = prefix;
   parts.extend(all.subspan(690));
@@ -138,7 +138,7 @@ TEST(SessionPress, ExtendingARecordedPrefillEqualsOnePrefill) {
   for (size_t i = 0; i < whole.last_logits().size(); ++i) {
     ASSERT_NEAR(parts.last_logits()[i], whole.last_logits()[i], 1e-2f) << i;
   }
-  for (const char* name : {"snapkv", "h2o", "pyramidkv"}) {
+  for (const char* name : {"snapkv", "h2o", "pyramidkv", "expected_attention"}) {
     SequenceOptions o = snapkv_options(200);
     o.press.press = name;
     const KvCache a = whole.pressed(*make_press(o.press)), b = parts.pressed(*make_press(o.press));

@@ -58,6 +58,8 @@ const Contract kContracts[] = {
     {"knorm", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
     {"keydiff", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
     {"random", Budget::kPerHead, none, 0, "random by design: no window"},
+    {"expected_attention", Budget::kPerHead, none, 4,
+     "the sinks score kKeepAlways; it scores with query statistics, not a window"},
 };
 
 const Contract* contract_of(const std::string& press) {
@@ -68,12 +70,20 @@ const Contract* contract_of(const std::string& press) {
 }
 
 // kLayers layers of kKvHeads stored heads of n entries (positions 0..n-1) with random f32 keys and
-// values, the last kWindow queries of kHeads query heads, and observed attention for h2o.
+// values, the last kWindow queries of kHeads query heads, observed attention for h2o, and the
+// statistics of kStatQueries random pre-RoPE queries per head for expected_attention.
 struct Layers {
   int64_t n;
   std::vector<std::vector<float>> k, v;  // [layer * kKvHeads + head][n * kHeadDim]
   std::vector<std::vector<float>> q;     // [layer][kWindow * kHeads * kHeadDim]
   std::vector<std::vector<std::vector<float>>> observed;  // [layer][query head][n]
+  std::vector<std::vector<double>> q_sum, q_outer;         // [layer][head * d], [layer][head * d * d]
+  static constexpr int kStatQueries = 16;
+  RopeParams rope = [] {
+    RopeParams r;
+    r.n_rot = kHeadDim;
+    return r;
+  }();
   std::vector<int32_t> pos, qpos;
   std::vector<int32_t> run_start;  // token runs of 1 to 4 positions
   std::vector<std::vector<KvHeadView>> views;  // [layer][head]
@@ -102,6 +112,18 @@ struct Layers {
         for (float& x : o) x = x + 1.0f;  // column sums of probabilities are not negative
       }
       observed.push_back(std::move(obs));
+      std::vector<double> sum(static_cast<size_t>(kHeads) * kHeadDim), outer(sum.size() * kHeadDim);
+      for (int h = 0; h < kHeads; ++h) {
+        for (int t = 0; t < kStatQueries; ++t) {
+          const std::vector<float> x = random(kHeadDim);
+          for (int i = 0; i < kHeadDim; ++i) {
+            sum[h * kHeadDim + i] += x[i];
+            for (int j = 0; j < kHeadDim; ++j) outer[(h * kHeadDim + i) * kHeadDim + j] += double{x[i]} * x[j];
+          }
+        }
+      }
+      q_sum.push_back(std::move(sum));
+      q_outer.push_back(std::move(outer));
     }
     views.resize(kLayers);
     for (int il = 0; il < kLayers; ++il) {
@@ -123,6 +145,11 @@ struct Layers {
     in.window_pos = qpos.data();
     in.n_window = kWindow;
     in.observed = observed[il];
+    in.q_sum = q_sum[il];
+    in.q_outer = q_outer[il];
+    in.q_count = kStatQueries;
+    in.q_next_pos = static_cast<int32_t>(n);
+    in.rope = &rope;
     in.first_new_pos = 0;
     in.run_start = run_start;
     in.pool = &pool;

@@ -10,7 +10,7 @@ Writes tests/fixtures/press_selections.json. Run inside tools/reference/.venv-kv
 References (none of them written by us):
   * NVIDIA kvpress 0.5.5 presses (SnapKVPress, PyramidKVPress, AdaKVPress(SnapKVPress),
     AdaKVPress(KeyDiffPress) (Ada-KV's budget over another scorer), StreamingLLMPress,
-    KnormPress, KeyDiffPress, ObservedAttentionPress, TOVAPress), applied to HF
+    KnormPress, KeyDiffPress, ObservedAttentionPress, TOVAPress, ExpectedAttentionPress), applied to HF
     transformers' LlamaForCausalLM loaded from the GGUF (dequantized to fp32).
   * A numpy (float64) transcription of the official SnapKV scoring and selection
     (SnapKV's scoring rule, as docs/presses.md gives it): sum over the window rows, max-pool with
@@ -455,6 +455,9 @@ def make_specs(L: int, eager: bool):
             ("kvpress.TOVAPress", {"press": "tova", "capacity": C},
              {"class": "TOVAPress", "compression_ratio": r},
              lambda r=r: kp.TOVAPress(compression_ratio=r)),
+            ("kvpress.ExpectedAttentionPress", {"press": "expected_attention", "capacity": C},
+             {"class": "ExpectedAttentionPress", "compression_ratio": r},
+             lambda r=r: kp.ExpectedAttentionPress(compression_ratio=r)),
         ]
     return specs
 
@@ -639,6 +642,8 @@ def run_multiplexed(model, ids, specs, numpy_capture, keep_full):
     for r in runs:  # what press.__call__ does before registering its hooks (no-op for these presses)
         r.press.post_init_from_model(model)
     mux = Multiplexer(runs, n_layers, (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim), numpy_capture, keep_full)
+    for layer in model.model.layers:  # press.__call__ does this too (ExpectedAttentionPress reads it)
+        layer.self_attn.rotary_emb = model.model.rotary_emb
     hooks = [layer.self_attn.register_forward_hook(mux.hook, with_kwargs=True) for layer in model.model.layers]
     try:
         cache = prefill(model, ids)
@@ -974,7 +979,7 @@ def finish_kvpress_case(pi, run, mux, L, n_layers, Hkv):
             if nps is not None:
                 name = "knorm" if cls == "KnormPress" else "keydiff"
                 np_kept.append([topk_sorted(nps[name][h], C) for h in range(Hkv)])
-        elif cls == "ObservedAttentionPress":
+        elif cls in ("ObservedAttentionPress", "ExpectedAttentionPress"):
             gaps.append(layer_boundary_prefix(s, kept, L))
         elif cls == "StreamingLLMPress":
             expect = np.concatenate([np.arange(SINKS), np.arange(L - (C - SINKS), L)])

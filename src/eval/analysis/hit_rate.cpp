@@ -87,7 +87,7 @@ HitRateResult analyze_hit_rate(const Model& model, const HitRateOptions& o, cons
              hc.prompt_tokens, o.window);
       }
       tell(fmt::format("{} {}: prefill of {} tokens", c.id, hc.placement, hc.prompt_tokens));
-      RecordedPrefill state(decoder, o.input.kv_type, std::max(o.window, n_gen), /*observed=*/false, pool);
+      RecordedPrefill state(decoder, o.input.kv_type, std::max(o.window, n_gen), PressNeeds{}, pool);
       state.extend(prompt.ids);
       const int64_t prefix = hc.prompt_tokens - o.window;
       std::vector<std::vector<std::vector<int32_t>>> votes(r.n_layer);

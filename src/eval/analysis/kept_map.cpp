@@ -27,7 +27,7 @@ KeptMap analyze_map(const Model& model, const MapOptions& o) {
   const Decoder& decoder = *model.impl().decoder;
   const auto press = make_press(o.press);
   const EvalPrompt prompt = render(model, ac, c, QuestionPlacement::kEnd);
-  RecordedPrefill state(decoder, o.input.kv_type, press->window(), press->needs_observed_attention(),
+  RecordedPrefill state(decoder, o.input.kv_type, press->window(), press->needs(),
                         model.impl().threads());
   state.extend(prompt.ids);
   const KvCache pressed = state.pressed(*press, nullptr, model.impl().run_flags);

@@ -83,7 +83,7 @@ OverlapResult analyze_overlap(const Model& model, const OverlapOptions& o, const
     const std::span<const int32_t> head = std::span<const int32_t>(prompts.front().ids).first(prompts.front().split);
     od.context_tokens = static_cast<int>(head.size());
     tell(fmt::format("{}: prefill of the document ({} tokens)", od.id, head.size()));
-    RecordedPrefill document(decoder, o.input.kv_type, window, /*observed=*/false, pool);
+    RecordedPrefill document(decoder, o.input.kv_type, window, PressNeeds{}, pool);
     document.extend(head);
     std::vector<std::vector<std::vector<std::vector<int32_t>>>> votes;  // [question][layer][head]
     for (size_t q = 0; q < doc.size(); ++q) {

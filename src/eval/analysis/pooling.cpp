@@ -94,7 +94,7 @@ PoolingResult analyze_pooling(const Model& model, const PoolingOptions& o, const
 
   std::vector<std::unique_ptr<Press>> presses;
   int64_t window = 1;
-  bool observed = false;
+  PressNeeds needs;
   for (const int k : o.kernels) {
     for (const int cap : o.capacities) {
       PressConfig pc = o.press;
@@ -104,7 +104,7 @@ PoolingResult analyze_pooling(const Model& model, const PoolingOptions& o, const
       pc.recompress = 0;
       presses.push_back(make_press(pc));
       window = std::max<int64_t>(window, presses.back()->window());
-      observed |= presses.back()->needs_observed_attention();
+      needs |= presses.back()->needs();
     }
   }
   const int total = static_cast<int>(ac.cases.size());
@@ -117,7 +117,7 @@ PoolingResult analyze_pooling(const Model& model, const PoolingOptions& o, const
     if (o.max_tokens > 0) c.max_tokens = o.max_tokens;
     const EvalPrompt prompt = render(model, ac, c, QuestionPlacement::kEnd);
     tell(fmt::format("{}: prefill of {} tokens", c.id, prompt.ids.size()));
-    RecordedPrefill state(decoder, o.input.kv_type, window, observed, pool);
+    RecordedPrefill state(decoder, o.input.kv_type, window, needs, pool);
     state.extend(prompt.ids);
     std::pair<int, int> span{-1, -1};
     for (const std::string& a : c.references) {

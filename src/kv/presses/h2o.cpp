@@ -13,7 +13,7 @@ class H2oPress final : public Press {
  public:
   using Press::Press;
   int window() const override { return 0; }
-  bool needs_observed_attention() const override { return true; }
+  PressNeeds needs() const override { return {.observed = true}; }
 
  private:
   HeadScores score(const LayerInput& in) const override {
