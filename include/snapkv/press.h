@@ -48,8 +48,12 @@ struct PressConfig {
   int runs = 0;                // > 0: keep whole token runs (a number's digits, a word's pieces) of at
                                // most this many tokens, best run first; with chunk, chunks end
                                // between runs (kv/token_runs.h)
+  bool sentences = false;      // with chunk: chunks hold whole sentences, packed while they fit in
+                               // `chunk` entries (a longer sentence is cut every `chunk`, between runs)
 
   bool compresses() const { return press != "full"; }
+  // Whether selection reads the prompt's token texts (token runs or sentences, kv/token_runs.h).
+  bool reads_tokens() const { return runs > 0 || sentences; }
   // A readable error (empty when valid): every option within its range in press_params(), then
   // the rules that tie options together (the capacity holds the window; sinks < capacity).
   std::string validate() const;

@@ -46,8 +46,8 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
   if (options.press.compresses()) {
     compressor_ = std::make_unique<Compressor>(options.press, model, kv_, pool);
     // The press's own options (an alias's included).
-    if (compressor_->press().config().runs > 0 && run_flags_.empty()) {
-      fail(ErrorKind::kInternal, "the press keeps whole token runs but the session was given no token run flags");
+    if (compressor_->press().config().reads_tokens() && run_flags_.empty()) {
+      fail(ErrorKind::kInternal, "the press reads token runs or sentences but the session was given no token flags");
     }
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},
@@ -64,10 +64,10 @@ void Sequence::begin_call(std::span<const int32_t> tokens, bool compress) {
   const auto n_tok = static_cast<int64_t>(tokens.size());
   if (compressor_) {
     const PressConfig& c = compressor_->press().config();
-    if (c.runs > 0 && (compress || c.recompress > 0)) {
+    if (c.reads_tokens() && (compress || c.recompress > 0)) {
       std::vector<int32_t> all = tokens_;
       all.insert(all.end(), tokens.begin(), tokens.end());
-      compressor_->set_runs(token_run_starts(all, run_flags_, c.runs));
+      compressor_->set_spans(token_spans(all, run_flags_, c));
     }
     compressor_->begin(n_tok, n_past(), compress, extend);
   }

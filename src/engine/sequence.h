@@ -22,7 +22,7 @@ struct SequenceOptions {
   KvType kv_type;
   PressConfig press;  // "full" by default
   // The model's token_run_flags() (kv/token_runs.h), which a press keeping whole token runs
-  // needs (press.runs > 0); they must outlive the sequence.
+  // needs (press.reads_tokens()); they must outlive the sequence.
   std::span<const uint8_t> run_flags;
 };
 

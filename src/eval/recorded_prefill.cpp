@@ -39,18 +39,18 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
   if (cfg.gqa == GqaReduce::kPerQueryHead && cfg.compresses()) {
     fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
   }
-  if (cfg.runs > 0 && run_flags.empty()) {
-    fail(ErrorKind::kInternal, "a press keeping whole token runs was given no token run flags");
+  if (cfg.reads_tokens() && run_flags.empty()) {
+    fail(ErrorKind::kInternal, "a press reading token runs or sentences was given no token flags");
   }
-  const std::vector<int32_t> runs = cfg.runs > 0 ? token_run_starts(tokens_, run_flags, cfg.runs)
-                                                 : std::vector<int32_t>{};
+  const TokenSpans spans = token_spans(tokens_, run_flags, cfg);
   KvCache c = full_;
   if (kept) kept->assign(c.n_layer(), {});
   score_memo_.resize(static_cast<size_t>(c.n_layer()));
   for (int il = 0; il < c.n_layer(); ++il) {
     LayerInput in = recorder_.input(il, c.layer(il));
     in.score_memo = &score_memo_[static_cast<size_t>(il)];
-    in.run_start = runs;
+    in.run_start = spans.run_start;
+    in.sentence_start = spans.sentence_start;
     const LayerKept k = press_layer(press, c, il, in, *model_);
     if (kept) (*kept)[il] = k;
   }

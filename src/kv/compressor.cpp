@@ -48,7 +48,8 @@ void Compressor::layer_done(int il) {
 
 LayerInput Compressor::input(int il) const {
   LayerInput in = recorder_.input(il, cache_.layer(il));
-  in.run_start = runs_;
+  in.run_start = spans_.run_start;
+  in.sentence_start = spans_.sentence_start;
   return in;
 }
 

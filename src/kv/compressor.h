@@ -11,6 +11,7 @@
 #include "kv/kv_cache.h"
 #include "kv/layer_recorder.h"
 #include "kv/press.h"
+#include "kv/token_runs.h"
 
 namespace snapkv {
 
@@ -29,9 +30,9 @@ class Compressor final : public LayerObserver {
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
 
-  // Per position, where its token run starts (token_run_starts), for a press that keeps whole
-  // runs; set before the forward call that presses.
-  void set_runs(std::vector<int32_t> run_start) { runs_ = std::move(run_start); }
+  // Per position, where its token run and sentence start (token_spans), for a press that reads
+  // the tokens; set before the forward call that presses.
+  void set_spans(TokenSpans spans) { spans_ = std::move(spans); }
   // Forgets the window queries at position >= pos (the cache dropped those entries).
   void drop_from(int32_t pos) { recorder_.drop_from(pos); }
   const Press& press() const { return *press_; }
@@ -49,7 +50,7 @@ class Compressor final : public LayerObserver {
   KvCache& cache_;
   LayerRecorder recorder_;
   std::vector<LayerKept> kept_;
-  std::vector<int32_t> runs_;
+  TokenSpans spans_;
   bool compress_ = false;
 };
 

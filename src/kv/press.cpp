@@ -89,6 +89,7 @@ std::string check_rules(const PressConfig& c) {
   if (c.chunk > 0 && c.ratio == 0 && c.chunk > c.capacity) {
     return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", c.chunk, c.capacity);
   }
+  if (c.sentences && c.chunk == 0) return "sentences shape chunks: give a chunk size too";
   if (c.ratio == 0 && (c.press == "streaming_llm" || c.press == "expected_attention") && c.sinks >= c.capacity) {
     return fmt::format("{} needs 0 <= sinks < capacity, got {} sinks", c.press, c.sinks);
   }
@@ -131,12 +132,12 @@ std::string PressConfig::describe() const {
   PressConfig r;
   if (resolve_alias(*this, r).empty() && r.press != press) return fmt::format("{} = {}", press, r.describe());
   std::string size = ratio > 0 ? fmt::format("ratio {}", ratio) : fmt::format("capacity {}", capacity);
-  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{}{}{})", press, size, window, kernel,
+  return fmt::format("{} ({}, window {}, kernel {}, pool {}, gqa {}{}{}{}{}{}{})", press, size, window, kernel,
                      pool_name(pool), gqa_name(gqa), compress_short ? ", always" : "",
                      budget != BudgetKind::kUniform ? fmt::format(", budget {}", budget_name(budget)) : "",
                      critical > 0 ? fmt::format(", critical {}", critical) : "",
                      chunk > 0 ? fmt::format(", chunks of {}", chunk) : "",
-                     runs > 0 ? fmt::format(", runs of up to {}", runs) : "");
+                     runs > 0 ? fmt::format(", runs of up to {}", runs) : "", sentences ? ", whole sentences" : "");
 }
 
 PressNeeds& PressNeeds::operator|=(const PressNeeds& o) {

@@ -39,8 +39,8 @@ struct LayerInput {
   // weighs entries by what their values add to the output (CriticalKV); empty otherwise.
   std::span<const float> out_proj;
   // Per position, the position its token run starts at (kv/token_runs.h), when the press keeps
-  // whole runs (cfg.runs); empty otherwise.
-  std::span<const int32_t> run_start;
+  // whole runs (cfg.runs); empty otherwise. The same for sentences (cfg.sentences).
+  std::span<const int32_t> run_start, sentence_start;
   // Query statistics (expected_attention): per query head, the sums of the pre-RoPE queries
   // [n_head][d] and of their outer products [n_head][d][d] over the prompt's q_count tokens at
   // positions >= PressNeeds::stats_from, and the position after the last (where future queries

@@ -35,10 +35,11 @@ int64_t n_protected(const std::vector<float>& s) {
   return std::count(s.begin(), s.end(), kKeepAlways);
 }
 
-// Where head h's chunks end when they must not cut token runs (cfg.runs); empty otherwise (every
-// cfg.chunk entries).
+// Where head h's chunks end when they must not cut sentences (cfg.sentences) or token runs
+// (cfg.runs); empty otherwise (every cfg.chunk entries).
 std::vector<int64_t> chunk_ends(const PressConfig& cfg, const LayerInput& in, size_t h) {
-  if (cfg.runs == 0 || cfg.chunk == 0 || in.kv.empty()) return {};
+  if (!cfg.reads_tokens() || cfg.chunk == 0 || in.kv.empty()) return {};
+  if (cfg.sentences) return chunk_ends_on_sentences(in.kv[h].pos, in.kv[h].n, in.run_start, in.sentence_start, cfg.chunk);
   return chunk_ends_on_runs(in.kv[h].pos, in.kv[h].n, in.run_start, cfg.chunk);
 }
 

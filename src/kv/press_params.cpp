@@ -170,6 +170,13 @@ std::vector<PressParam> make_table() {
   p.get = get_int<&PressConfig::runs>, p.put = put_int<&PressConfig::runs>;
   t.push_back(p);
 
+  p = choice("sentences", {"off", "on"},
+             "with chunk: chunks hold whole sentences (ending at . ! ? before whitespace, or a line break), "
+             "as many as fit in N entries; a longer sentence is cut every N entries, between runs");
+  p.get = [](const PressConfig& c) -> PressValue { return c.sentences ? "on" : "off"; };
+  p.put = [](PressConfig& c, const PressValue& v) { c.sentences = std::get<std::string>(v) == "on"; };
+  t.push_back(p);
+
   for (PressParam& q : t) q.default_text = q.text(PressConfig{});
   return t;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <string_view>
 
 #include "kv/press_scores.h"
 
@@ -10,10 +12,25 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-// The run of entry e: its position's run start (a position past run_start stands alone).
-int32_t run_of(const int32_t* pos, std::span<const int32_t> run_start, int64_t e) {
+// The run (or sentence) of entry e: its position's start (a position past start stands alone).
+int32_t run_of(const int32_t* pos, std::span<const int32_t> start, int64_t e) {
   const int32_t p = pos[e];
-  return p >= 0 && static_cast<size_t>(p) < run_start.size() ? run_start[p] : p;
+  return p >= 0 && static_cast<size_t>(p) < start.size() ? start[p] : p;
+}
+
+// Whether a piece's text ends a sentence: a line break anywhere, or . ! ? followed only by
+// closing quotes or brackets and whitespace.
+bool ends_sentence(const std::string& piece) {
+  if (piece.find('\n') != std::string::npos) return true;
+  size_t end = piece.find_last_not_of(" \t\r");
+  while (end != std::string::npos && std::string_view("\"')]").find(piece[end]) != std::string_view::npos) {
+    end = end == 0 ? std::string::npos : end - 1;
+  }
+  return end != std::string::npos && std::string_view(".!?").find(piece[end]) != std::string_view::npos;
+}
+
+uint8_t flag_of(std::span<const uint8_t> flags, int32_t id) {
+  return id >= 0 && static_cast<size_t>(id) < flags.size() ? flags[id] : kBreakBefore | kBreakAfter | kSentenceEnd;
 }
 
 }  // namespace
@@ -24,29 +41,47 @@ std::vector<uint8_t> token_run_flags(const Tokenizer& tokenizer) {
     const TokenType t = tokenizer.token_type(id);
     const std::string piece = tokenizer.token_piece(id);
     if (t == TokenType::kControl || t == TokenType::kUnknown || piece.empty()) {
-      flags[id] = kBreakBefore | kBreakAfter;
+      flags[id] = kBreakBefore | kBreakAfter | kSentenceEnd;
       continue;
     }
     // A lone space (the default tokenizer writes " " before the digits of a number) leads into
     // the next token.
     const bool spaces = piece.find_first_not_of(' ') == std::string::npos;
     flags[id] = static_cast<uint8_t>((is_space(piece.front()) ? kBreakBefore : 0) |
-                                     (is_space(piece.back()) && !spaces ? kBreakAfter : 0));
+                                     (is_space(piece.back()) && !spaces ? kBreakAfter : 0) |
+                                     (ends_sentence(piece) ? kSentenceEnd : 0));
   }
   return flags;
 }
 
 std::vector<int32_t> token_run_starts(std::span<const int32_t> tokens, std::span<const uint8_t> flags, int max_len) {
-  const auto flag = [&](int32_t id) -> uint8_t {
-    return id >= 0 && static_cast<size_t>(id) < flags.size() ? flags[id] : kBreakBefore | kBreakAfter;
-  };
   std::vector<int32_t> start(tokens.size());
   for (size_t p = 0; p < tokens.size(); ++p) {
-    const bool joins = p > 0 && !(flag(tokens[p]) & kBreakBefore) && !(flag(tokens[p - 1]) & kBreakAfter) &&
-                       static_cast<int64_t>(p) - start[p - 1] < max_len;
+    const bool joins = p > 0 && !(flag_of(flags, tokens[p]) & kBreakBefore) &&
+                       !(flag_of(flags, tokens[p - 1]) & kBreakAfter) && static_cast<int64_t>(p) - start[p - 1] < max_len;
     start[p] = joins ? start[p - 1] : static_cast<int32_t>(p);
   }
   return start;
+}
+
+std::vector<int32_t> token_sentence_starts(std::span<const int32_t> tokens, std::span<const uint8_t> flags) {
+  std::vector<int32_t> start(tokens.size());
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    bool ends = false;  // does the sentence end after p - 1?
+    if (p > 0) {
+      const uint8_t prev = flag_of(flags, tokens[p - 1]), cur = flag_of(flags, tokens[p]);
+      ends = (prev & kSentenceEnd) && ((prev & kBreakAfter) || (cur & kBreakBefore));
+    }
+    start[p] = p > 0 && !ends ? start[p - 1] : static_cast<int32_t>(p);
+  }
+  return start;
+}
+
+TokenSpans token_spans(std::span<const int32_t> tokens, std::span<const uint8_t> flags, const PressConfig& cfg) {
+  TokenSpans s;
+  if (cfg.runs > 0) s.run_start = token_run_starts(tokens, flags, cfg.runs);
+  if (cfg.sentences) s.sentence_start = token_sentence_starts(tokens, flags);
+  return s;
 }
 
 std::vector<int64_t> chunk_ends_on_runs(const int32_t* pos, int64_t len, std::span<const int32_t> run_start, int chunk) {
@@ -56,6 +91,27 @@ std::vector<int64_t> chunk_ends_on_runs(const int32_t* pos, int64_t len, std::sp
     while (end < len && run_of(pos, run_start, end) == run_of(pos, run_start, end - 1)) ++end;
     ends.push_back(end);
   }
+  return ends;
+}
+
+std::vector<int64_t> chunk_ends_on_sentences(const int32_t* pos, int64_t len, std::span<const int32_t> run_start,
+                                             std::span<const int32_t> sentence_start, int chunk) {
+  std::vector<int64_t> ends;
+  int64_t begin = 0;  // of the chunk being filled
+  for (int64_t e = 0; e < len;) {
+    int64_t stop = e + 1;  // the end of the sentence (or its rest) at e
+    while (stop < len && run_of(pos, sentence_start, stop) == run_of(pos, sentence_start, e)) ++stop;
+    if (stop - begin <= chunk) {
+      e = stop;
+    } else if (e > begin) {
+      ends.push_back(begin = e);  // the sentence goes to the next chunk
+    } else {  // a sentence longer than a chunk: cut it, between runs
+      int64_t end = begin + chunk;
+      while (end < stop && run_of(pos, run_start, end) == run_of(pos, run_start, end - 1)) ++end;
+      ends.push_back(begin = e = end);
+    }
+  }
+  if (begin < len) ends.push_back(len);
   return ends;
 }
 

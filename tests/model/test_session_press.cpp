@@ -80,6 +80,25 @@ TEST(TokenRuns, OnTheDefaultTokenizerANumberAndAnIdentifierAreOneRunEach) {
   for (size_t p = 0; p < ids.size(); ++p) EXPECT_LT(static_cast<int32_t>(p) - capped[p], 8);
 }
 
+// Sentences on the default tokenizer: they end at . ! ? before whitespace (closing quotes
+// included) and at line breaks; a decimal point or an identifier's dot does not end one.
+TEST(TokenRuns, OnTheDefaultTokenizerSentencesEndAtStopsAndLineBreaks) {
+  const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
+  const std::vector<int32_t> ids = tok->encode(
+      "Sit in Dolores Park on a sunny day. It costs 3.14 dollars! She asked \"why?\" and left.\nNext: "
+      "see config.json (ok)",
+      false);
+  const std::vector<int32_t> start = token_sentence_starts(ids, token_run_flags(*tok));
+  std::vector<std::string> sentences;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (start[p] == static_cast<int32_t>(p)) sentences.emplace_back();
+    sentences.back() += tok->token_piece(ids[p]);
+  }
+  EXPECT_EQ(sentences, (std::vector<std::string>{"Sit in Dolores Park on a sunny day.", " It costs 3.14 dollars!",
+                                                 " She asked \"why?\"", " and left.", "\n",
+                                                 "Next: see config.json (ok)"}));
+}
+
 // A press keeping whole token runs inside a session presses as it does a recorded prefill; with
 // chunks, every run is kept or dropped whole.
 TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
@@ -90,7 +109,9 @@ TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
   const std::vector<int32_t> ids = essay(700);
   const std::vector<int32_t> start = token_run_starts(ids, flags, 16);
   const RecordedPrefill rec(model, ids, KvType::kF16, 32, PressNeeds{}, pool);
-  for (const char* spec : {"snapkv+runs=16", "snapkv+budget=ada+runs=16", "snapkv+chunk=20+runs=16"}) {
+  const std::vector<int32_t> sentence = token_sentence_starts(ids, flags);
+  for (const char* spec : {"snapkv+runs=16", "snapkv+budget=ada+runs=16", "snapkv+chunk=20+runs=16",
+                           "snapkv+chunk=20+runs=16+sentences=on"}) {
     SCOPED_TRACE(spec);
     SequenceOptions o = snapkv_options(200);
     ASSERT_EQ(apply_press_spec(o.press, spec), "");
@@ -111,6 +132,14 @@ TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
           ASSERT_EQ(std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p)),
                     std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p - 1)))
               << "run at " << start[p] << " cut, layer " << il;
+        }
+        if (!o.press.sentences) continue;
+        for (size_t p = 1; p < ids.size(); ++p) {  // every sentence that fits in a chunk is whole
+          const auto end = std::find_if(sentence.begin() + p, sentence.end(), [&](int32_t x) { return x != sentence[p]; });
+          if (sentence[p] != sentence[p - 1] || end - (sentence.begin() + sentence[p]) > 20) continue;
+          ASSERT_EQ(std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p)),
+                    std::binary_search(kept.begin(), kept.end(), static_cast<int32_t>(p - 1)))
+              << "sentence at " << sentence[p] << " cut, layer " << il;
         }
       }
     }

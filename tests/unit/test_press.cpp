@@ -134,6 +134,31 @@ TEST(Chunks, EndBetweenTokenRuns) {
   EXPECT_EQ(select_top(c, s, 6, {4, 7, 9, 10}), (Selection{{4, 5, 6, 7, 8, 9}}));
 }
 
+// Sentences end after a sentence-ending token followed by a run break (a token beginning with
+// whitespace, or its own text ending with it); with sentences, chunks hold the whole sentences
+// that fit, and a longer one is cut as plain chunks with runs are.
+TEST(Chunks, HoldWholeSentences) {
+  // ids: 0 = " word" (space first), 1 = "." (ends, joins), 2 = ".\n" (ends, break after), 3 = "4" (joins)
+  const std::vector<uint8_t> flags = {kBreakBefore, kSentenceEnd, kSentenceEnd | kBreakAfter, 0};
+  const std::vector<int32_t> tokens = {0, 0, 1, 0, 3, 1, 3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+  //                                   0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16 17
+  // "3.4" at 4-6 does not end a sentence: no run break after its ".".
+  const std::vector<int32_t> start = token_sentence_starts(tokens, flags);
+  EXPECT_EQ(start, (std::vector<int32_t>{0, 0, 0, 3, 3, 3, 3, 3, 3, 9, 9, 9, 9, 9, 9, 9, 9, 17}));
+  std::vector<int32_t> pos(tokens.size());
+  for (size_t p = 0; p < pos.size(); ++p) pos[p] = static_cast<int32_t>(p);
+  const std::vector<int32_t> run_start = token_run_starts(tokens, flags, 100);  // " 3.4" at 3-6 is one run
+  // Chunks of 10: [0, 3) and [3, 9) fit together; [9, 17) goes to the next chunk, with [17].
+  EXPECT_EQ(chunk_ends_on_sentences(pos.data(), 18, run_start, start, 10), (std::vector<int64_t>{9, 18}));
+  // Chunks of 4: [0, 3); [3, 9) is longer: cut after 4 entries, moved past the run " 3.4" -> [3, 7),
+  // [7, 9); [9, 17) cut into [9, 13), [13, 17); then [17].
+  EXPECT_EQ(chunk_ends_on_sentences(pos.data(), 18, run_start, start, 4),
+            (std::vector<int64_t>{3, 7, 9, 13, 17, 18}));
+  // A head that lost positions 3-8: its entries 0, 1, 2, 9, ... hold the sentences [0, 3) and [9, 17).
+  const std::vector<int32_t> holes = {0, 1, 2, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+  EXPECT_EQ(chunk_ends_on_sentences(holes.data(), 12, run_start, start, 10), (std::vector<int64_t>{3, 12}));
+}
+
 // A layer with one query head on one KV head, head_dim 2, entries at positions 0..n-1.
 struct TinyLayer {
   std::vector<float> k, v, q;

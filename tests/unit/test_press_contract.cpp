@@ -1,8 +1,9 @@
 // The contract every registered press keeps, checked on the same synthetic layers for each name
 // in the registry (a new press is run here without anyone listing it) and with each budget
-// (uniform, pyramid, ada), keeping single entries, whole token runs or whole chunks: positions within the layer, strictly ascending (so unique and sorted),
-// the same selection from two instances, the budget's rule, the tail of the prompt it promises to
-// keep, and prompts no longer than the capacity kept whole. What each press promises is stated in
+// (uniform, pyramid, ada), keeping single entries, whole token runs, whole chunks or chunks of whole
+// sentences: positions within the layer, strictly ascending (so unique and sorted), the same
+// selection from two instances, the budget's rule, the tail of the prompt it promises to keep, and
+// prompts no longer than the capacity kept whole. What each press promises is stated in
 // kContracts, with the reason where a press keeps no window; a registered press missing from that
 // table fails the test.
 #include <gtest/gtest.h>
@@ -85,7 +86,8 @@ struct Layers {
     return r;
   }();
   std::vector<int32_t> pos, qpos;
-  std::vector<int32_t> run_start;  // token runs of 1 to 4 positions
+  std::vector<int32_t> run_start;       // token runs of 1 to 4 positions
+  std::vector<int32_t> sentence_start;  // sentences of 1 to 9 positions
   std::vector<std::vector<KvHeadView>> views;  // [layer][head]
   ThreadPool pool{1};
 
@@ -99,6 +101,9 @@ struct Layers {
     };
     for (int32_t i = 0; i < n; ++i) pos.push_back(i);
     for (int32_t i = 0; i < n; ++i) run_start.push_back(i > 0 && (i * 7) % 5 != 0 && i - run_start.back() < 4 ? run_start.back() : i);
+    for (int32_t i = 0; i < n; ++i) {
+      sentence_start.push_back(i > 0 && (i * 5) % 9 != 0 && i - sentence_start.back() < 9 ? sentence_start.back() : i);
+    }
     for (int64_t i = n - kWindow; i < n; ++i) qpos.push_back(static_cast<int32_t>(i));
     for (int il = 0; il < kLayers; ++il) {
       for (int h = 0; h < kKvHeads; ++h) {
@@ -152,16 +157,22 @@ struct Layers {
     in.rope = &rope;
     in.first_new_pos = 0;
     in.run_start = run_start;
+    in.sentence_start = sentence_start;
     in.pool = &pool;
     return in;
   }
 };
 
-PressConfig config_of(const std::string& press, BudgetKind budget = BudgetKind::kUniform, int runs = 0,
-                      int chunk = 0) {
+struct Spans {
+  int runs = 0, chunk = 0;
+  bool sentences = false;
+};
+
+PressConfig config_of(const std::string& press, BudgetKind budget = BudgetKind::kUniform, Spans spans = {}) {
   PressConfig c;
-  c.runs = runs;
-  c.chunk = chunk;
+  c.runs = spans.runs;
+  c.chunk = spans.chunk;
+  c.sentences = spans.sentences;
   c.press = press;
   c.capacity = kCapacity;
   c.window = kWindow;
@@ -174,10 +185,11 @@ TEST(PressContract, EveryRegisteredPressKeepsItsPromisesUnderEveryBudget) {
   ASSERT_FALSE(press_infos().empty());
   for (const PressInfo& info : press_infos()) {
    for (const BudgetKind budget : {BudgetKind::kUniform, BudgetKind::kPyramid, BudgetKind::kAda}) {
-   for (const auto& [runs, chunk] : {std::pair{0, 0}, std::pair{4, 0}, std::pair{0, 5}, std::pair{4, 5}}) {
+   for (const Spans spans : {Spans{}, Spans{4, 0}, Spans{0, 5}, Spans{4, 5}, Spans{0, 12, true}, Spans{4, 12, true}}) {
+    const auto [runs, chunk, sentences] = spans;
     SCOPED_TRACE(info.name + ", budget " + budget_name(budget) + ", runs " + std::to_string(runs) + ", chunk " +
-                 std::to_string(chunk));
-    const PressConfig cfg = config_of(info.name, budget, runs, chunk);
+                 std::to_string(chunk) + (sentences ? ", sentences" : ""));
+    const PressConfig cfg = config_of(info.name, budget, spans);
     if (!cfg.validate().empty()) continue;  // pyramidkv and ada_kv have their own budget
     const auto press = make_press(cfg), again = make_press(cfg);
     if (budget != BudgetKind::kUniform && press->config().press != info.name) continue;  // an alias: its own budget
