@@ -33,10 +33,10 @@ const std::vector<Registered>& registry() {
        nullptr, true, "snapkv+budget=pyramid"},
       {{"ada_kv", "snapkv with budget ada: each layer's budget shared adaptively among its KV heads"},
        nullptr, true, "snapkv+budget=ada"},
-      {{"recommended", "snapkv with budget ada, whole chunks of 20 that end between token runs of up to 32 (a "
-                       "number's digits, a word's pieces): the configuration that keeps the most of the full "
-                       "cache's answers in our evaluations (docs/evaluation.md)"},
-       nullptr, true, "snapkv+budget=ada+chunk=20+runs=32"},
+      {{"recommended", "snapkv with budget ada, whole chunks of up to 24 that hold whole sentences and token "
+                       "runs of up to 32 (a number's digits, a word's pieces): the configuration that keeps the "
+                       "most of the full cache's answers in our evaluations (docs/evaluation.md)"},
+       nullptr, true, "snapkv+budget=ada+chunk=24+runs=32+sentences=on"},
       {{"streaming_llm", "the first `sinks` entries (attention sinks) and the most recent ones"},
        make_streaming_llm_press, false},
       {{"h2o", "the entries that received the most attention from the prompt's queries (observed attention)"},

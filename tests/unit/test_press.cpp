@@ -413,12 +413,13 @@ TEST(PressConfig, RejectsInvalidCombinations) {
   r.press = "recommended";
   EXPECT_EQ(r.validate(), "");
   EXPECT_EQ(r.describe(), "recommended = snapkv (capacity 1024, window 32, kernel 7, pool max, gqa mean, budget ada, "
-                          "chunks of 20, runs of up to 32)");
-  EXPECT_EQ(make_press(r)->config().chunk, 20);
+                          "chunks of 24, runs of up to 32, whole sentences)");
+  EXPECT_EQ(make_press(r)->config().chunk, 24);
+  EXPECT_TRUE(make_press(r)->config().sentences);
   EXPECT_EQ(make_press(r)->config().runs, 32);
   EXPECT_EQ(make_press(r)->config().budget, BudgetKind::kAda);
   r.runs = 16;
-  EXPECT_NE(r.validate().find("recommended is snapkv+budget=ada+chunk=20+runs=32: runs 16 does not go with it"),
+  EXPECT_NE(r.validate().find("recommended is snapkv+budget=ada+chunk=24+runs=32+sentences=on: runs 16 does not go with it"),
             std::string::npos);
   r.runs = 0;
   r.kernel = 15;  // an option the alias leaves at its default may change
