@@ -664,10 +664,11 @@ void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_
   }
 }
 
-// Column sums of query head h's attention probabilities over the entries of its KV head: pass 1
-// finds each row's max and softmax denominator, pass 2 adds each probability to its column.
+// Column sums (or maxima, take_max) of query head h's attention probabilities over the entries
+// of its KV head: pass 1 finds each row's max and softmax denominator, pass 2 adds each
+// probability to its column. With lse_out, pass 1 only: each row's log-sum-exp goes there.
 void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, int n_head, int d,
-                    const KvHeadView& kv, const float* lse, float* col) {
+                    const KvHeadView& kv, const float* lse, bool take_max, float* col, float* lse_out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const bool transpose = n_tok >= kTransposeMinRows;
   std::vector<float> kt(transpose ? static_cast<size_t>(d) * kKeyBlock : 0);
@@ -681,7 +682,7 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
   if (lse) {
     for (int64_t t = 0; t < n_tok; ++t) m[t] = lse[t * n_head + h], l[t] = 1.0f;
   }
-  for (int pass = lse ? 1 : 0; pass < 2; ++pass) {
+  for (int pass = lse ? 1 : 0; pass < (lse_out ? 1 : 2); ++pass) {
     for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
       const int nb = static_cast<int>(std::min<int64_t>(kKeyBlock, n_keys - j0));
       const float* kb = BlockF32(kv.type, kv.k, j0, nb, d, kbuf.data());
@@ -707,14 +708,20 @@ void ColumnSumsHead(const float* q, const int32_t* q_pos, int64_t n_tok, int h, 
         if (pos[nb - 1] <= q_pos[t] && pos[0] >= lo) {
           for (; j + n <= nb; j += n) {
             const VF p = hn::Mul(hn::Exp(df, hn::MulSub(hn::LoadU(df, s + j), vs, vm)), vinv);
-            hn::StoreU(hn::Add(hn::LoadU(df, col + j0 + j), p), df, col + j0 + j);
+            const VF c = hn::LoadU(df, col + j0 + j);
+            hn::StoreU(take_max ? hn::Max(c, p) : hn::Add(c, p), df, col + j0 + j);
           }
         }
         for (; j < nb; ++j) {
-          if (pos[j] <= q_pos[t] && pos[j] >= lo) col[j0 + j] += std::exp(s[j] * scale - m[t]) / l[t];
+          if (pos[j] > q_pos[t] || pos[j] < lo) continue;
+          const float p = std::exp(s[j] * scale - m[t]) / l[t];
+          col[j0 + j] = take_max ? std::max(col[j0 + j], p) : col[j0 + j] + p;
         }
       }
     }
+  }
+  if (lse_out) {
+    for (int64_t t = 0; t < n_tok; ++t) lse_out[t * n_head + h] = l[t] > 0 ? m[t] + std::log(l[t]) : kNegInf;
   }
 }
 
@@ -942,13 +949,26 @@ void attention(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, 
 
 void attention_column_sums(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
                            int head_dim, std::span<const KvHeadView> kv, std::span<float* const> col_sums,
-                           ThreadPool& pool, const float* lse) {
+                           ThreadPool& pool, const float* lse, ColumnReduce reduce) {
   if (n_tok == 0) return;
   const int n_group = n_head / static_cast<int>(kv.size());
   // One query head per work item: items never share a column-sum row.
   pool.run([&](int ith, int nth) {
     for (int h = ith; h < n_head; h += nth) {
-      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], lse, col_sums[h]);
+      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], lse,
+                                           reduce == ColumnReduce::kMax, col_sums[h], nullptr);
+    }
+  });
+}
+
+void attention_row_lse(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
+                       std::span<const KvHeadView> kv, float* lse, ThreadPool& pool) {
+  if (n_tok == 0) return;
+  const int n_group = n_head / static_cast<int>(kv.size());
+  pool.run([&](int ith, int nth) {
+    for (int h = ith; h < n_head; h += nth) {
+      HWY_DYNAMIC_DISPATCH(ColumnSumsHead)(q, q_pos, n_tok, h, n_head, head_dim, kv[h / n_group], nullptr, false,
+                                           nullptr, lse);
     }
   });
 }

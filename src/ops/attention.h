@@ -51,9 +51,18 @@ void attention_decode(const float* q, const int32_t* q_pos, int n_seq, int n_hea
 // attention()). col_sums[h] has kv[h / group].n elements. Two passes over the keys (row maxima
 // and sums, then probabilities), so nothing of size n_tok x n_keys is stored; one pass when lse
 // gives the rows' log-sum-exp (from attention() over the same entries).
+// reduce kMax keeps each column's largest probability instead of the sum (col_sums must start at
+// 0 or at earlier maxima).
+enum class ColumnReduce { kSum, kMax };
 void attention_column_sums(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,
                            int head_dim, std::span<const KvHeadView> kv, std::span<float* const> col_sums,
-                           ThreadPool& pool, const float* lse = nullptr);
+                           ThreadPool& pool, const float* lse = nullptr, ColumnReduce reduce = ColumnReduce::kSum);
+
+// Each row's log-sum-exp of its scaled scores over the entries it sees in kv (the same causal
+// rule), -inf where it sees none: lse [n_tok, n_head]. Softmax denominators over a union of
+// entry ranges are combined from these (KVzip's scores).
+void attention_row_lse(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head, int head_dim,
+                       std::span<const KvHeadView> kv, float* lse, ThreadPool& pool);
 
 // Scalar oracle for tests: materializes each row's scores and uses a two-pass softmax in double.
 void attention_reference(const float* q, const int32_t* q_pos, int64_t n_tok, int n_head,

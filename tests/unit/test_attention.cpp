@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "ops/attention.h"
@@ -163,7 +164,8 @@ TEST(Attention, ReadsHalfAndBfloatCaches) {
   });
 }
 
-// Column sums of attention probabilities against a direct double-precision computation.
+// Column sums and column maxima of attention probabilities, and rows' log-sum-exp, against a
+// direct double-precision computation.
 TEST(Attention, ColumnSumsMatchExplicitProbabilities) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -190,19 +192,24 @@ TEST(Attention, ColumnSumsMatchExplicitProbabilities) {
       for (float& x : q) x = nd(rng);
       std::vector<int32_t> qpos(n_tok);
       for (int tk = 0; tk < n_tok; ++tk) qpos[tk] = 2 * n_keys - 2 * n_tok + 2 * tk - 1;  // odd: between keys, last key unseen
-      // Two passes, and one pass with the rows' log-sum-exp from attention().
+      // Two passes, and one pass with the rows' log-sum-exp from attention() (sums) or from
+      // attention_row_lse() (maxima).
       const bool with_lse = n_tok != 5;
-      std::vector<std::vector<float>> col(n_head, std::vector<float>(n_keys, 0.0f));
-      std::vector<float*> rows;
+      std::vector<std::vector<float>> col(n_head, std::vector<float>(n_keys, 0.0f)), colmax = col;
+      std::vector<float*> rows, maxrows;
       for (auto& c : col) rows.push_back(c.data());
+      for (auto& c : colmax) maxrows.push_back(c.data());
       ThreadPool pool(2);
-      std::vector<float> out(q.size()), lse(static_cast<size_t>(n_tok) * n_head);
+      std::vector<float> out(q.size()), lse(static_cast<size_t>(n_tok) * n_head), row_lse(lse.size());
       if (with_lse) attention(q.data(), qpos.data(), n_tok, n_head, d, views, out.data(), pool, lse.data());
       attention_column_sums(q.data(), qpos.data(), n_tok, n_head, d, views, rows, pool,
                             with_lse ? lse.data() : nullptr);
+      attention_row_lse(q.data(), qpos.data(), n_tok, n_head, d, views, row_lse.data(), pool);
+      attention_column_sums(q.data(), qpos.data(), n_tok, n_head, d, views, maxrows, pool,
+                            with_lse ? row_lse.data() : nullptr, ColumnReduce::kMax);
       for (int h = 0; h < n_head; ++h) {
         const Head& kh = heads[h / 3];
-        std::vector<double> want(n_keys, 0.0);
+        std::vector<double> want(n_keys, 0.0), want_max(n_keys, 0.0);
         for (int tk = 0; tk < n_tok; ++tk) {
           std::vector<double> s;
           for (int j = 0; j < n_keys && kh.pos[j] <= qpos[tk]; ++j) {
@@ -213,14 +220,33 @@ TEST(Attention, ColumnSumsMatchExplicitProbabilities) {
           const double mx = *std::max_element(s.begin(), s.end());
           double z = 0;
           for (double x : s) z += std::exp(x - mx);
-          for (size_t j = 0; j < s.size(); ++j) want[j] += std::exp(s[j] - mx) / z;
+          ASSERT_NEAR(row_lse[tk * n_head + h], mx + std::log(z), 1e-4) << "head " << h << " row " << tk;
+          for (size_t j = 0; j < s.size(); ++j) {
+            want[j] += std::exp(s[j] - mx) / z;
+            want_max[j] = std::max(want_max[j], std::exp(s[j] - mx) / z);
+          }
         }
-        for (int j = 0; j < n_keys; ++j) ASSERT_NEAR(col[h][j], want[j], 1e-5) << "head " << h << " key " << j << " lse " << with_lse;
+        for (int j = 0; j < n_keys; ++j) {
+          ASSERT_NEAR(col[h][j], want[j], 1e-5) << "head " << h << " key " << j << " lse " << with_lse;
+          ASSERT_NEAR(colmax[h][j], want_max[j], 1e-5) << "max, head " << h << " key " << j << " lse " << with_lse;
+        }
         // Keys after the last query get nothing.
         EXPECT_EQ(col[h][n_keys - 1], 0.0f);
+        EXPECT_EQ(colmax[h][n_keys - 1], 0.0f);
       }
     }
   }
+}
+
+// A row that sees no entry has log-sum-exp -inf.
+TEST(Attention, RowLseOfAnEmptyViewIsMinusInfinity) {
+  const int n_head = 2, d = 8;
+  std::vector<float> q(static_cast<size_t>(n_head) * d, 1.0f), lse(n_head, 0.0f);
+  const int32_t qpos = 5;
+  const std::vector<KvHeadView> views = {KvHeadView{0, nullptr, nullptr, nullptr}};
+  ThreadPool pool(1);
+  attention_row_lse(q.data(), &qpos, 1, n_head, d, views, lse.data(), pool);
+  for (float x : lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
 }
 
 TEST(Attention, CausalMaskHidesLaterKeys) {
