@@ -88,7 +88,7 @@ class ExpectedAttentionPress final : public Press {
     in.pool->for_each_item(n_kv, [&](int64_t g) {
       const KvHeadView& kv = in.kv[g];
       const int64_t first = std::min<int64_t>(cfg_.sinks, kv.n);
-      std::vector<float> k(d), v(d), sk(d);
+      std::vector<float> k(d), v(d);
       std::vector<double> exponent(static_cast<size_t>(n_group * (kv.n - first))), prob(kv.n - first, 0.0);
       for (int64_t j = first; j < kv.n; ++j) {
         kv_row_to_f32(kv.type, kv.k, j, d, k.data());
