@@ -7,6 +7,7 @@
 
 #include "engine/sequence.h"
 #include "kv/context_file.h"
+#include "kv/reconstruction.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "snapkv/model.h"
@@ -20,6 +21,7 @@ struct Model::Impl {
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<uint8_t> run_flags;  // token_run_flags(*tokenizer), for presses keeping token runs
+  ReconstructionPrompt reconstruction;  // reconstruction_prompt(*tokenizer), for kvzip
   ChatTemplate chat_template;
   ModelInfo info;
   ModelOptions options;
@@ -36,7 +38,7 @@ struct Session::Impl {
   Sequence seq;
 
   Impl(const Model& m, const SessionOptions& o, int n_ctx)
-      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press, m.impl().run_flags}) {}
+      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press, m.impl().run_flags, &m.impl().reconstruction}) {}
 };
 
 // What a context file of this model says about it: its fingerprints, name and shapes (the rest

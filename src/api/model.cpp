@@ -84,6 +84,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations, options.n_ctx});
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
   impl->run_flags = token_run_flags(*impl->tokenizer);
+  impl->reconstruction = reconstruction_prompt(*impl->tokenizer);
   const std::string_view jinja = impl->file->get_string("tokenizer.chat_template", "");
   impl->chat_template = chat_template_from_jinja(jinja);
   // A Gemma base model's GGUF has no template; its turns are still Gemma's.

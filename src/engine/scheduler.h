@@ -80,11 +80,14 @@ class BatchScheduler {
   int n_waiting_with(size_t reserve) const;
 
   // A sequence's options for this press.
-  SequenceOptions sequence_options(const PressConfig& press) const { return {opt_.kv_type, press, run_flags_}; }
+  SequenceOptions sequence_options(const PressConfig& press) const {
+    return {opt_.kv_type, press, run_flags_, &reconstruction_};
+  }
 
   const Decoder& model_;
   const Tokenizer& tokenizer_;
   std::vector<uint8_t> run_flags_;  // token_run_flags(tokenizer_)
+  ReconstructionPrompt reconstruction_;  // reconstruction_prompt(tokenizer_)
   SchedulerOptions opt_;
   int n_ctx_;
   ThreadPool pool_;

@@ -40,7 +40,7 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
     : model_(model), n_ctx_(n_ctx), pool_(pool),
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
           replication(model, options.press), model.hparams().layer_window),
-      run_flags_(options.run_flags) {
+      run_flags_(options.run_flags), reconstruction_(options.reconstruction) {
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
   const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
@@ -48,6 +48,9 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
     // The press's own options (an alias's included).
     if (compressor_->press().config().reads_tokens() && run_flags_.empty()) {
       fail(ErrorKind::kInternal, "the press reads token runs or sentences but the session was given no token flags");
+    }
+    if (compressor_->press().needs().reconstruct && !reconstruction_) {
+      fail(ErrorKind::kInternal, "the press reconstructs the context but the session was given no prompt for it");
     }
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},
@@ -112,18 +115,33 @@ void Sequence::run(std::span<const int32_t> tokens, LogitsMode mode, bool compre
   finish();
 }
 
+bool Sequence::reconstructs(bool compress) const {
+  return compress && compressor_ && compressor_->press().needs().reconstruct;
+}
+
 void Sequence::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress,
                       bool compress) {
-  run(tokens, LogitsMode::kLast, compress, progress);
+  if (!reconstructs(compress)) return run(tokens, LogitsMode::kLast, compress, progress);
+  // The whole prompt first, uncompressed; then the reconstruction passes score it, and the
+  // press compresses every layer.
+  run(tokens, LogitsMode::kLast, false, progress);
+  const PressConfig& c = compressor_->press().config();
+  if (c.reads_tokens()) compressor_->set_spans(token_spans(tokens_, run_flags_, c));
+  compressor_->begin(0, n_past(), true);
+  compressor_->press_reconstructed(reconstruction_scores(model_, kv_, tokens_, *reconstruction_, pool_));
 }
 
 void Sequence::decode(int32_t token) { run({&token, 1}, LogitsMode::kLast, false, {}); }
 
 void Sequence::begin_prefill(std::span<const int32_t> tokens, bool compress) {
-  start(tokens, LogitsMode::kLast, compress, {});
+  if (!reconstructs(compress)) return start(tokens, LogitsMode::kLast, compress, {});
+  check_idle();
+  prefill(tokens, {}, compress);  // the reconstruction is not interleaved
+  prefilled_early_ = true;
 }
 
 bool Sequence::prefill_step() {
+  if (std::exchange(prefilled_early_, false)) return true;
   if (!pass_) fail(ErrorKind::kInvalidArgument, "prefill_step: no prefill was begun");
   try {
     if (!pass_->step()) return false;
@@ -298,7 +316,7 @@ std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
 std::unique_ptr<Sequence> Sequence::hand_to(const PressConfig& press) {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "hand_to: the session has a press");
-  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press, run_flags_});
+  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press, run_flags_, reconstruction_});
   const std::vector<WindowQueries> w = windows();
   try {
     s->adopt(std::move(kv_), tokens_, logits_, w);

@@ -16,14 +16,17 @@
 namespace snapkv {
 
 struct SequenceOptions {
-  SequenceOptions(KvType type = KvType::kF16, PressConfig p = {}, std::span<const uint8_t> flags = {})
-      : kv_type(type), press(std::move(p)), run_flags(flags) {}
+  SequenceOptions(KvType type = KvType::kF16, PressConfig p = {}, std::span<const uint8_t> flags = {},
+                  const ReconstructionPrompt* r = nullptr)
+      : kv_type(type), press(std::move(p)), run_flags(flags), reconstruction(r) {}
 
   KvType kv_type;
   PressConfig press;  // "full" by default
   // The model's token_run_flags() (kv/token_runs.h), which a press keeping whole token runs
-  // needs (press.reads_tokens()); they must outlive the sequence.
+  // needs (press.reads_tokens()), and its reconstruction_prompt(), which kvzip needs; they must
+  // outlive the sequence.
   std::span<const uint8_t> run_flags;
+  const ReconstructionPrompt* reconstruction;
 };
 
 class Sequence {
@@ -33,8 +36,9 @@ class Sequence {
 
   // Runs tokens through the model after what the session holds; afterwards logits() is the
   // distribution for the next token. With compress, the press compresses every layer once it is
-  // done (tokens held before are re-scored with the new ones). Error(kOutOfRange) if the context
-  // would overflow. progress(layers_done, n_layers) is called after each layer when set.
+  // done (tokens held before are re-scored with the new ones; a press that reconstructs the
+  // context compresses them all once the tokens are in and it has). Error(kOutOfRange) if the
+  // context would overflow. progress(layers_done, n_layers) is called after each layer when set.
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress = {},
                bool compress = true);
   // One generated token through the model (never compressed, except by re-compression).
@@ -115,6 +119,8 @@ class Sequence {
              const std::function<void(int, int)>& progress);
   void finish();
   void check_idle() const;
+  // Whether a prefill with compress runs the press's context reconstruction (kvzip).
+  bool reconstructs(bool compress) const;
   // What watches the layers: the compressor, else the window recorder.
   LayerObserver* observer() const;
   // Tells them a forward call of these tokens after those held begins.
@@ -125,9 +131,11 @@ class Sequence {
   ThreadPool& pool_;
   KvCache kv_;
   std::span<const uint8_t> run_flags_;
+  const ReconstructionPrompt* reconstruction_;
   std::unique_ptr<Compressor> compressor_;
   std::unique_ptr<LayerRecorder> window_;  // sessions without a press
   bool extend_next_ = false;               // the next call continues an adopted whole prompt
+  bool prefilled_early_ = false;           // begin_prefill ran a reconstructing prefill whole
   std::vector<int32_t> tokens_;
   std::vector<float> logits_;
   // The forward call in progress (begin_prefill) and what it reads.

@@ -31,10 +31,11 @@ void RecordedPrefill::extend(std::span<const int32_t> tokens) {
   model_->forward(tokens, pos, full_, LogitsMode::kLast, logits_, *pool_, &recorder_);
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   score_memo_.clear();
+  reconstructed_.clear();
 }
 
-KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept,
-                                 std::span<const uint8_t> run_flags) const {
+KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept, std::span<const uint8_t> run_flags,
+                                 const ReconstructionPrompt* reconstruction) const {
   const PressConfig& cfg = press.config();
   if (cfg.gqa == GqaReduce::kPerQueryHead && cfg.compresses()) {
     fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
@@ -44,6 +45,11 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
   }
   const TokenSpans spans = token_spans(tokens_, run_flags, cfg);
   KvCache c = full_;
+  const bool reconstructs = press.needs().reconstruct && cfg.compresses();
+  if (reconstructs && reconstructed_.empty()) {
+    if (!reconstruction) fail(ErrorKind::kInternal, "a press reconstructing the context was given no prompt for it");
+    reconstructed_ = reconstruction_scores(*model_, c, tokens_, *reconstruction, *pool_);
+  }
   if (kept) kept->assign(c.n_layer(), {});
   score_memo_.resize(static_cast<size_t>(c.n_layer()));
   for (int il = 0; il < c.n_layer(); ++il) {
@@ -51,6 +57,7 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
     in.score_memo = &score_memo_[static_cast<size_t>(il)];
     in.run_start = spans.run_start;
     in.sentence_start = spans.sentence_start;
+    if (reconstructs) in.observed = reconstructed_[il];
     const LayerKept k = press_layer(press, c, il, in, *model_);
     if (kept) (*kept)[il] = k;
   }

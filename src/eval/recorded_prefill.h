@@ -10,6 +10,7 @@
 
 #include "kv/kv_cache.h"
 #include "kv/layer_recorder.h"
+#include "kv/reconstruction.h"
 #include "model/model.h"
 
 namespace snapkv {
@@ -36,10 +37,11 @@ class RecordedPrefill {
   LayerInput input(int il) const { return recorder_.input(il, full_.layer(il)); }
   std::span<const float> last_logits() const { return logits_; }
   // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given. Keeps
-  // the SnapKV scores it computes for the next press (so it is not thread-safe). run_flags: the
-  // model's token_run_flags(), which a press keeping whole token runs needs.
-  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr,
-                  std::span<const uint8_t> run_flags = {}) const;
+  // the SnapKV and reconstruction scores it computes for the next press (so it is not thread-safe). run_flags: the
+  // model's token_run_flags(), which a press keeping whole token runs needs; reconstruction: its
+  // reconstruction_prompt(), which kvzip needs (its passes run on the copy).
+  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr, std::span<const uint8_t> run_flags = {},
+                  const ReconstructionPrompt* reconstruction = nullptr) const;
 
  private:
   const Decoder* model_;
@@ -50,6 +52,8 @@ class RecordedPrefill {
   std::vector<float> logits_;
   // Per layer, the SnapKV scores computed by pressed() for the tokens held (LayerInput::score_memo).
   mutable std::vector<ScoreMemo> score_memo_;
+  // The reconstruction's scores (kvzip) for the tokens held, once a press has needed them.
+  mutable ReconstructionScores reconstructed_;
 };
 
 }  // namespace snapkv

@@ -46,6 +46,14 @@ void Compressor::layer_done(int il) {
   }
 }
 
+void Compressor::press_reconstructed(const ReconstructionScores& scores) {
+  for (int il = 0; il < cache_.n_layer(); ++il) {
+    LayerInput in = input(il);
+    in.observed = scores[il];
+    kept_[il] = press_layer(*press_, cache_, il, in, model_);
+  }
+}
+
 LayerInput Compressor::input(int il) const {
   LayerInput in = recorder_.input(il, cache_.layer(il));
   in.run_start = spans_.run_start;

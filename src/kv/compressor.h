@@ -11,6 +11,7 @@
 #include "kv/kv_cache.h"
 #include "kv/layer_recorder.h"
 #include "kv/press.h"
+#include "kv/reconstruction.h"
 #include "kv/token_runs.h"
 
 namespace snapkv {
@@ -29,6 +30,9 @@ class Compressor final : public LayerObserver {
   void restore_window(std::span<const WindowQueries> windows);
   void queries(int il, int64_t n_tok, const float* q, const int32_t* pos, const float* lse, KvStore& kv) override;
   void layer_done(int il) override;
+  // Presses every layer of the cache with a reconstruction's scores (a press that needs().reconstruct,
+  // after the prompt was prefilled whole: kv/reconstruction.h).
+  void press_reconstructed(const ReconstructionScores& scores);
 
   // Per position, where its token run and sentence start (token_spans), for a press that reads
   // the tokens; set before the forward call that presses.

@@ -51,6 +51,9 @@ const std::vector<Registered>& registry() {
                               "query, rotated to the next `future` positions, can expect to pay them, times their "
                               "value's norm (no question needed)"},
        make_expected_attention_press, false},
+      {{"kvzip", "the entries the model attends to most while it repeats the context after it (no question "
+                 "needed; the reconstruction costs about one more prefill)"},
+       make_kvzip_press, false},
   };
   return r;
 }
@@ -90,7 +93,8 @@ std::string check_rules(const PressConfig& c) {
     return fmt::format("a chunk ({} entries) must fit in the KV capacity ({})", c.chunk, c.capacity);
   }
   if (c.sentences && c.chunk == 0) return "sentences shape chunks: give a chunk size too";
-  if (c.ratio == 0 && (c.press == "streaming_llm" || c.press == "expected_attention") && c.sinks >= c.capacity) {
+  if (c.ratio == 0 && (c.press == "streaming_llm" || c.press == "expected_attention" || c.press == "kvzip") &&
+      c.sinks >= c.capacity) {
     return fmt::format("{} needs 0 <= sinks < capacity, got {} sinks", c.press, c.sinks);
   }
   return {};
@@ -146,6 +150,7 @@ PressNeeds& PressNeeds::operator|=(const PressNeeds& o) {
          "sinks) cannot share one prefill; run them apart", stats_from, o.stats_from);
   }
   observed |= o.observed;
+  reconstruct |= o.reconstruct;
   stats_from = std::max(stats_from, o.stats_from);
   return *this;
 }

@@ -32,7 +32,8 @@ struct LayerInput {
   int64_t n_window = 0;
   // Observed attention (h2o): per query head, the column sums of every new query's attention
   // probabilities over the head's entries, and the first new position (to count the queries
-  // that saw each entry). Empty unless the press asks for it.
+  // that saw each entry). Reconstruction (kvzip): per query head, the largest probability any
+  // reconstructing query gave each entry (kv/reconstruction.h). Empty unless the press asks for it.
   std::span<const std::vector<float>> observed;
   int32_t first_new_pos = 0;
   // The layer's attention output projection, f32 [n_embd rows][n_head * head_dim], when the press
@@ -61,9 +62,12 @@ struct PressNeeds {
   bool observed = false;    // h2o: every query's attention, summed per entry (LayerInput::observed)
   int32_t stats_from = -1;  // >= 0: the mean and covariance of the pre-RoPE queries at positions >= this
                             // (expected_attention; LayerInput::q_mean)
+  // kvzip: the prompt's context is reconstructed after its prefill (kv/reconstruction.h) and
+  // LayerInput::observed holds the reconstruction's attention maxima.
+  bool reconstruct = false;
   // Needs every query of the prompt, not just the last ones: a saved window cannot stand in for
   // them, and generated tokens do not continue them.
-  bool whole_prompt() const { return observed || stats_from >= 0; }
+  bool whole_prompt() const { return observed || stats_from >= 0 || reconstruct; }
   // What either needs. Error(kInvalidArgument) when both need query statistics from different
   // positions (one recording cannot serve both).
   PressNeeds& operator|=(const PressNeeds& o);

@@ -109,7 +109,7 @@ std::vector<PressParam> make_table() {
   p.put = [](PressConfig& c, const PressValue& v) { c.compress_short = std::get<std::string>(v) == "always"; };
   t.push_back(p);
 
-  p = number("sinks", T::kInt, 0, 1 << 24, "streaming_llm, expected_attention: initial tokens always kept");
+  p = number("sinks", T::kInt, 0, 1 << 24, "streaming_llm, expected_attention, kvzip: initial tokens always kept");
   p.get = get_int<&PressConfig::sinks>, p.put = put_int<&PressConfig::sinks>;
   t.push_back(p);
 

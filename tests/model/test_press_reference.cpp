@@ -5,7 +5,9 @@
 // transcription of it with the GQA mean, on the default model and prompts of 2K-7K tokens
 // (tests/fixtures/press_selections.json, made by tools/reference/make_press_fixture.py); and
 // kvpress's ChunkKVPress(SnapKVPress), whole chunks of 10 and 20 (tests/fixtures/press_chunks.json,
-// tools/reference/make_chunk_fixture.py), which has no scores and must match exactly.
+// tools/reference/make_chunk_fixture.py), which has no scores and must match exactly; and
+// kvpress's KVzipPress, its own selection and its scores (tests/fixtures/press_kvzip.json,
+// tools/reference/make_kvzip_fixture.py), on a context of one reconstruction chunk and of two.
 //
 // A case matches when
 //  * every KV head keeps exactly the reference's number of entries;
@@ -58,7 +60,7 @@ PressConfig config_from(const json& o) {
 // The case's options with the capacity given as kvpress's compression ratio (kvpress cases only).
 json ratio_options(const json& c) {
   const json& args = c.at("kvpress_args");
-  const json& press = args.contains("press") ? args.at("press") : args;
+  const json& press = args.contains("press") && args.at("press").is_object() ? args.at("press") : args;  // a wrapper's inner press
   json o = c.at("options");
   o.erase("capacity");
   o["ratio"] = press.at("compression_ratio").get<double>();
@@ -91,6 +93,10 @@ constexpr Rule kF32Rule{0.999, 1, true};
 // f16 keys move the scores by ~1e-3 of their size: more positions change near the boundary, and
 // AdaKV's joint selection may give a head one entry more or less (the layer's total stays).
 constexpr Rule kF16Rule{0.997, -1, false};
+// KVzip's scores are attention maxima, many of them tiny and close together across heads: the
+// layer-wide (ada) selection may give a head one entry more or less than kvpress at a near tie;
+// the layer's total stays exact, as does the near-tie bound on what is not kept.
+constexpr Rule kKvzipRule{0.999, 1, false};
 
 struct Verdict {
   std::string why;  // why the selection does not match under the rule; empty when it does
@@ -184,6 +190,12 @@ PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
   return out;
 }
 
+// The reconstruction prompt of the default model's tokenizer (kvzip).
+const ReconstructionPrompt& reconstruction() {
+  static const ReconstructionPrompt p = reconstruction_prompt(*Tokenizer::from_gguf(*test::reference_model().file));
+  return p;
+}
+
 RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int64_t window = 1) {
   PressNeeds needs;
   for (const json& c : p.cases) {
@@ -206,7 +218,8 @@ void check_prompt(size_t prompt_index, KvType type, Rule rule, const char* fixtu
     if (!c.at("kvpress_args").is_null() && !c.at("options").contains("ratio")) variants.push_back(ratio_options(c));
     for (const json& options : variants) {
       const std::string what = c.at("reference").get<std::string>() + " " + options.dump() + " on " + p.name;
-      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(options)))), c, rule);
+      const Verdict v =
+          compare(selection_of(rec.pressed(*make_press(config_from(options)), nullptr, {}, &reconstruction())), c, rule);
       print(what, v);
       EXPECT_EQ(v.why, "") << what;
     }
@@ -240,6 +253,16 @@ TEST(PressReference, OfficialCodePerQueryHeadPrompt1) { check_query_heads(1); }
 TEST(PressReference, OfficialCodePerQueryHeadPrompt2) { check_query_heads(2); }
 TEST(PressReference, ChunkKvPrompt0) { check_prompt(0, KvType::kF32, kF32Rule, "press_chunks.json"); }
 TEST(PressReference, ChunkKvPrompt1) { check_prompt(1, KvType::kF32, kF32Rule, "press_chunks.json"); }
+TEST(PressReference, KvzipPrompt0) { check_prompt(0, KvType::kF32, kKvzipRule, "press_kvzip.json"); }
+TEST(PressReference, KvzipTwoChunksPrompt1) { check_prompt(1, KvType::kF32, kKvzipRule, "press_kvzip.json"); }
+
+// The passes ask the model in kvpress's words, tokenized as kvpress tokenizes them.
+TEST(PressReference, KvzipPromptIsKvpresss) {
+  const json fx = test::load_fixture("press_kvzip.json").at("reconstruction_prompt");
+  EXPECT_EQ(reconstruction().first, fx.at("first").get<std::vector<int32_t>>());
+  EXPECT_EQ(reconstruction().later, fx.at("later").get<std::vector<int32_t>>());
+  EXPECT_EQ(reconstruction().suffix, fx.at("suffix").get<std::vector<int32_t>>());
+}
 TEST(PressReference, F16CachePrompt0) { check_prompt(0, KvType::kF16, kF16Rule); }
 TEST(PressReference, F16CachePrompt1) { check_prompt(1, KvType::kF16, kF16Rule); }
 
@@ -304,6 +327,25 @@ TEST(PressReference, WrongChunksFail) {
       o[key] = value;
       const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(o)))), c, kF32Rule);
       print("ChunkKV against " + o.dump(), v);
+      EXPECT_NE(v.why, "") << o.dump() << " passes as " << c.at("options").dump();
+    }
+  }
+}
+
+// The same for kvzip: kvpress's KVzipPress against the presses that score the context without
+// reconstructing it (observed attention over the prompt, SnapKV's window, the keys alone).
+TEST(PressReference, WrongKvzipFails) {
+  PromptCases p = prompt_cases(0, false, "press_kvzip.json");
+  ASSERT_EQ(p.cases.size(), 4u);
+  ThreadPool pool(2);
+  const RecordedPrefill rec(*test::reference_model().model, p.tokens, KvType::kF32, 32,
+                            PressNeeds{.observed = true}, pool);
+  for (const json& c : p.cases) {
+    for (const char* other : {"h2o", "snapkv", "keydiff"}) {
+      json o = c.at("options");
+      o["press"] = other;
+      const Verdict v = compare(selection_of(rec.pressed(*make_press(config_from(o)))), c, kKvzipRule);
+      print("KVzip against " + o.dump(), v);
       EXPECT_NE(v.why, "") << o.dump() << " passes as " << c.at("options").dump();
     }
   }

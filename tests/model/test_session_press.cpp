@@ -60,6 +60,46 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
   }
 }
 
+// kvzip in a session (the prompt prefilled whole, then the reconstruction passes, then the press)
+// keeps what it keeps on a recorded prefill; the reconstruction leaves no entry behind, the
+// prompt's logits are those of the prompt, and the server's stepped prefill does the same.
+TEST(SessionPress, KvzipInASessionEqualsPressingARecordedPrefill) {
+  const Decoder& model = *test::reference_model().model;
+  const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
+  const ReconstructionPrompt prompt = reconstruction_prompt(*tok);
+  ThreadPool pool(2);
+  const std::vector<int32_t> ids = essay(700);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 1, PressNeeds{.reconstruct = true}, pool);
+  SequenceOptions o = snapkv_options(200);
+  o.press.press = "kvzip";
+  EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no reconstruction prompt given";
+  EXPECT_ANY_THROW(rec.pressed(*make_press(o.press)));
+  o.reconstruction = &prompt;
+  const KvCache offline = rec.pressed(*make_press(o.press), nullptr, {}, &prompt);
+  EXPECT_EQ(rec.full().entries(), model.hparams().n_layer * model.hparams().n_head_kv * 700) << "the record is left whole";
+  for (const bool stepped : {false, true}) {
+    Sequence s(model, 800, pool, o);
+    if (stepped) {
+      s.begin_prefill(ids);
+      while (!s.prefill_step()) {
+      }
+    } else {
+      s.prefill(ids);
+    }
+    EXPECT_EQ(s.n_past(), 700);
+    for (int il = 0; il < model.hparams().n_layer; ++il) {
+      const auto a = s.kv().layer(il), b = offline.layer(il);
+      for (size_t h = 0; h < a.size(); ++h) {
+        ASSERT_EQ(positions(a[h]), positions(b[h])) << "layer " << il;
+        ASSERT_EQ(a[h].n, 200) << "layer " << il;
+      }
+    }
+    EXPECT_EQ(argmax(s.logits()), argmax(rec.last_logits()));
+    s.decode(argmax(s.logits()));
+    EXPECT_EQ(s.kv().layer(0)[0].pos[200], 700) << "decoding goes on at the prompt's next position";
+  }
+}
+
 // The default tokenizer writes a number one digit per token and an identifier in many pieces; a
 // token run is what whitespace leaves together.
 TEST(TokenRuns, OnTheDefaultTokenizerANumberAndAnIdentifierAreOneRunEach) {

@@ -61,6 +61,8 @@ const Contract kContracts[] = {
     {"random", Budget::kPerHead, none, 0, "random by design: no window"},
     {"expected_attention", Budget::kPerHead, none, 4,
      "the sinks score kKeepAlways; it scores with query statistics, not a window"},
+    {"kvzip", Budget::kPerHead, none, 4,
+     "the sinks score kKeepAlways; it scores with the reconstruction's attention maxima, not a window"},
 };
 
 const Contract* contract_of(const std::string& press) {

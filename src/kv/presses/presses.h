@@ -15,5 +15,6 @@ std::unique_ptr<Press> make_keydiff_press(const PressConfig& c);
 std::unique_ptr<Press> make_random_press(const PressConfig& c);
 std::unique_ptr<Press> make_tova_press(const PressConfig& c);
 std::unique_ptr<Press> make_expected_attention_press(const PressConfig& c);
+std::unique_ptr<Press> make_kvzip_press(const PressConfig& c);
 
 }  // namespace snapkv
