@@ -49,8 +49,9 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
     if (compressor_->press().config().reads_tokens() && run_flags_.empty()) {
       fail(ErrorKind::kInternal, "the press reads token runs or sentences but the session was given no token flags");
     }
-    if (compressor_->press().needs().reconstruct && !reconstruction_) {
-      fail(ErrorKind::kInternal, "the press reconstructs the context but the session was given no prompt for it");
+    if (compressor_->press().needs().reconstruct) {
+      if (!reconstruction_) fail(ErrorKind::kInternal, "the press reconstructs the context but the session was given no prompt for it");
+      check_reconstructable(kv_);
     }
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},

@@ -79,15 +79,19 @@ ReconstructionPrompt reconstruction_prompt(const Tokenizer& tokenizer) {
           ids("\n\nRepeat the part of the previous context exactly, starting with"), ids("\n")};
 }
 
-ReconstructionScores reconstruction_scores(const Decoder& model, KvCache& cache, std::span<const int32_t> context,
-                                           const ReconstructionPrompt& prompt, ThreadPool& pool) {
-  if (prompt.empty()) fail(ErrorKind::kInternal, "kvzip was given no reconstruction prompt");
+void check_reconstructable(const KvCache& cache) {
   for (int32_t w : cache.windows()) {
     if (w > 0) {
       fail(ErrorKind::kUnsupported, "kvzip reconstructs the context after it, and this model's sliding-window "
            "layers drop the context's entries while it does; use another press");
     }
   }
+}
+
+ReconstructionScores reconstruction_scores(const Decoder& model, KvCache& cache, std::span<const int32_t> context,
+                                           const ReconstructionPrompt& prompt, ThreadPool& pool) {
+  if (prompt.empty()) fail(ErrorKind::kInternal, "kvzip was given no reconstruction prompt");
+  check_reconstructable(cache);
   const ModelHparams& h = model.hparams();
   const int n_group = h.n_head / cache.n_head();
   ReconstructionScores scores(static_cast<size_t>(cache.n_layer()));

@@ -35,9 +35,12 @@ inline constexpr int64_t kReconstructSinks = 4;     // first entries in the late
 // largest probability a reconstructing query gave it; empty for sliding-window layers.
 using ReconstructionScores = std::vector<std::vector<std::vector<float>>>;
 
+// Error(kUnsupported) for a cache with sliding-window layers: they would drop the context's
+// entries while the passes run.
+void check_reconstructable(const KvCache& cache);
+
 // Runs the reconstruction of context (the tokens at positions 0.. whose entries cache holds)
-// through model; cache is as before when it returns. Error(kUnsupported) for a model with
-// sliding-window layers (they drop the context's entries while the passes run).
+// through model; cache is as before when it returns. check_reconstructable() first.
 ReconstructionScores reconstruction_scores(const Decoder& model, KvCache& cache, std::span<const int32_t> context,
                                            const ReconstructionPrompt& prompt, ThreadPool& pool);
 

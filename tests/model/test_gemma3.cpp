@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "engine/generate.h"
 #include "engine/sequence.h"
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "kv/reconstruction.h"
 #include "snapkv/tokenizer.h"
 #include "util/error.h"
 #include "io/gguf.h"
@@ -224,6 +226,32 @@ TEST(Gemma3, PressesCompressTheGlobalLayersOnly) {
   for (int il = 0; il < model.hparams().n_layer; ++il) {
     EXPECT_EQ(c.layer(il)[0].n, il % 6 == 5 ? 128 : rec.full().layer(il)[0].n) << "layer " << il;
   }
+}
+
+// kvzip reconstructs the context after it, which the window layers would have dropped: a session
+// with it is refused before anything runs, as is pressing a recorded prefill.
+TEST(Gemma3, KvzipIsRefused) {
+  const Decoder& model = *gemma3().model;
+  const auto tok = Tokenizer::from_gguf(*gemma3().file);
+  const ReconstructionPrompt prompt = reconstruction_prompt(*tok);
+  ThreadPool pool(2);
+  PressConfig press;
+  press.press = "kvzip";
+  press.capacity = 128;
+  const auto refused = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+      EXPECT_NE(std::string(e.what()).find("sliding-window"), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "not refused";
+  };
+  refused([&] { Sequence(model, 600, pool, SequenceOptions{KvType::kF16, press, {}, &prompt}); });
+  const std::vector<int32_t> ids(40, 1000);
+  const RecordedPrefill rec(model, ids, KvType::kF16, 1, PressNeeds{.reconstruct = true}, pool);
+  refused([&] { rec.pressed(*make_press(press), nullptr, {}, &prompt); });
 }
 
 // Prompt lookup drafts a passage the prompt repeats; verification passes append several tokens
