@@ -43,6 +43,9 @@ const std::vector<Registered>& registry() {
        make_h2o_press, false},
       {{"tova", "the entries the last prompt token attends to most, and that token's own entry"}, make_tova_press,
        false},
+      {{"tova_decode", "TOVA as published: tova, and while generating, each new token evicts the entry it "
+                       "attends to least (over all heads) once a layer holds more than the capacity"},
+       nullptr, false, "tova+recompress=1"},
       {{"knorm", "the entries whose keys have the smallest L2 norm"}, make_knorm_press, false},
       {{"keydiff", "the entries whose keys point furthest from the head's mean key direction (no query needed)"},
        make_keydiff_press, false},
