@@ -56,6 +56,8 @@ const Contract kContracts[] = {
     {"h2o", Budget::kPerHead, none, 0, "no entry is protected, as kvpress's ObservedAttentionPress"},
     {"tova", Budget::kPerHead, [](const PressConfig&) { return 1; }, 0,
      "only the last token's own entry is protected; it alone scores the rest"},
+    {"tova_decode", Budget::kPerHead, [](const PressConfig&) { return 1; }, 0,
+     "tova on the prompt (its evictions while generating: PressDecoding.*)"},
     {"knorm", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
     {"keydiff", Budget::kPerHead, none, 0, "scores keys alone: no query window"},
     {"random", Budget::kPerHead, none, 0, "random by design: no window"},
