@@ -140,19 +140,9 @@ def main() -> int:
     t_start = time.time()
     torch.set_num_threads(args.threads)
     import kvpress  # noqa: F401
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
     model_path = args.model.resolve()
-    tok = AutoTokenizer.from_pretrained(str(model_path.parent), gguf_file=model_path.name)
-    mpf.restore_smollm_pretokenizer(tok)
-    tok_check = mpf.check_tokenizer(tok)
+    tok, prompts, model, tok_check = mpf.load_hf(model_path, args.essays, 2)
     tok.chat_template = None
-    prompts = mpf.build_prompts(tok, args.essays)[:2]
-    model = AutoModelForCausalLM.from_pretrained(str(model_path.parent), gguf_file=model_path.name,
-                                                 dtype=torch.float32, attn_implementation="sdpa")
-    model.eval()
     hkv = model.config.num_key_value_heads
 
     def ids_of(text):

@@ -182,6 +182,24 @@ def check_tokenizer(tok) -> dict:
     return {"checked": True, "fixture": "tests/fixtures/tokenizer_smollm2.json", "cases_agree": len(fx["cases"])}
 
 
+def load_hf(model_path: Path, essays: Path, n_prompts: int):
+    """For the scripts that reuse this one's prompts: the tokenizer (digits step restored, checked),
+    the first n_prompts prompts, the model (fp32, sdpa) and the tokenizer check's record."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    tok = AutoTokenizer.from_pretrained(str(model_path.parent), gguf_file=model_path.name)
+    restore_smollm_pretokenizer(tok)
+    tok_check = check_tokenizer(tok)
+    prompts = build_prompts(tok, essays)[:n_prompts]
+    model = AutoModelForCausalLM.from_pretrained(str(model_path.parent), gguf_file=model_path.name,
+                                                 dtype=torch.float32, attn_implementation="sdpa")
+    model.eval()
+    return tok, prompts, model, tok_check
+
+
 def gguf_add_bos(model_path: Path):
     from gguf import GGUFReader
 
