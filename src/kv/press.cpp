@@ -55,7 +55,7 @@ const std::vector<Registered>& registry() {
                               "value's norm (no question needed)"},
        make_expected_attention_press, false},
       {{"kvzip", "the entries the model attends to most while it repeats the context after it (no question "
-                 "needed; the reconstruction costs about one more prefill)"},
+                 "needed; re-reading the context costs more than its prefill: docs/presses.md)"},
        make_kvzip_press, false},
   };
   return r;
