@@ -7,7 +7,7 @@
 
 #include "engine/sequence.h"
 #include "kv/context_file.h"
-#include "kv/reconstruction.h"
+#include "kv/press_inputs.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "snapkv/model.h"
@@ -20,8 +20,7 @@ struct Model::Impl {
   std::unique_ptr<GgufFile> file;
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::vector<uint8_t> run_flags;  // token_run_flags(*tokenizer), for presses keeping token runs
-  ReconstructionPrompt reconstruction;  // reconstruction_prompt(*tokenizer), for kvzip
+  PressInputs press_inputs;  // press_inputs(*tokenizer)
   ChatTemplate chat_template;
   ModelInfo info;
   ModelOptions options;
@@ -38,7 +37,7 @@ struct Session::Impl {
   Sequence seq;
 
   Impl(const Model& m, const SessionOptions& o, int n_ctx)
-      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press, m.impl().run_flags, &m.impl().reconstruction}) {}
+      : model(m), options(o), seq(*m.impl().decoder, n_ctx, m.impl().threads(), {o.kv_type, o.press, &m.impl().press_inputs}) {}
 };
 
 // What a context file of this model says about it: its fingerprints, name and shapes (the rest

@@ -4,7 +4,7 @@
 
 #include "api/impl.h"
 #include "io/gguf_fingerprint.h"
-#include "kv/token_runs.h"
+#include "kv/press_inputs.h"
 #include "ops/rows8.h"
 #include "util/error.h"
 
@@ -83,8 +83,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   impl->tokenizer_fingerprint = gguf_tokenizer_fingerprint(*impl->file);
   impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations, options.n_ctx});
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
-  impl->run_flags = token_run_flags(*impl->tokenizer);
-  impl->reconstruction = reconstruction_prompt(*impl->tokenizer);
+  impl->press_inputs = press_inputs(*impl->tokenizer);
   const std::string_view jinja = impl->file->get_string("tokenizer.chat_template", "");
   impl->chat_template = chat_template_from_jinja(jinja);
   // A Gemma base model's GGUF has no template; its turns are still Gemma's.

@@ -9,7 +9,7 @@
 #include "engine/stop_strings.h"
 #include "kv/kv_bound.h"
 #include "kv/press.h"
-#include "kv/token_runs.h"
+#include "kv/press_inputs.h"
 #include "util/error.h"
 #include "util/memory.h"
 #include "snapkv/timer.h"
@@ -148,8 +148,7 @@ struct BatchScheduler::Running {
 
 BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads,
                                const SchedulerOptions& options, const ContextMeta& identity)
-    : model_(model), tokenizer_(tokenizer), run_flags_(token_run_flags(tokenizer)),
-      reconstruction_(reconstruction_prompt(tokenizer)), opt_(options),
+    : model_(model), tokenizer_(tokenizer), press_inputs_(press_inputs(tokenizer)), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (n_ctx_ > model.hparams().n_ctx) {

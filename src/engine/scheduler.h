@@ -81,13 +81,12 @@ class BatchScheduler {
 
   // A sequence's options for this press.
   SequenceOptions sequence_options(const PressConfig& press) const {
-    return {opt_.kv_type, press, run_flags_, &reconstruction_};
+    return {opt_.kv_type, press, &press_inputs_};
   }
 
   const Decoder& model_;
   const Tokenizer& tokenizer_;
-  std::vector<uint8_t> run_flags_;  // token_run_flags(tokenizer_)
-  ReconstructionPrompt reconstruction_;  // reconstruction_prompt(tokenizer_)
+  PressInputs press_inputs_;  // press_inputs(tokenizer_)
   SchedulerOptions opt_;
   int n_ctx_;
   ThreadPool pool_;

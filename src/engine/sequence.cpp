@@ -40,19 +40,17 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
     : model_(model), n_ctx_(n_ctx), pool_(pool),
       kv_(model.hparams().n_layer, model.hparams().n_head_kv, model.hparams().head_dim, options.kv_type,
           replication(model, options.press), model.hparams().layer_window),
-      run_flags_(options.run_flags), reconstruction_(options.reconstruction) {
+      inputs_(options.inputs) {
   if (n_ctx <= 0) fail(ErrorKind::kInvalidArgument, "context size must be positive, got {}", n_ctx);
   const ModelHparams& h = model.hparams();
   if (options.press.compresses()) {
     compressor_ = std::make_unique<Compressor>(options.press, model, kv_, pool);
     // The press's own options (an alias's included).
-    if (compressor_->press().config().reads_tokens() && run_flags_.empty()) {
-      fail(ErrorKind::kInternal, "the press reads token runs or sentences but the session was given no token flags");
+    const bool reconstructs = compressor_->press().needs().reconstruct;
+    if ((compressor_->press().config().reads_tokens() || reconstructs) && !inputs_) {
+      fail(ErrorKind::kInternal, "the press reads the prompt's tokens but the session was given no press inputs");
     }
-    if (compressor_->press().needs().reconstruct) {
-      if (!reconstruction_) fail(ErrorKind::kInternal, "the press reconstructs the context but the session was given no prompt for it");
-      check_reconstructable(kv_);
-    }
+    if (reconstructs) check_reconstructable(kv_);
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},
                                               h.rope, pool);
@@ -71,7 +69,7 @@ void Sequence::begin_call(std::span<const int32_t> tokens, bool compress) {
     if (c.reads_tokens() && (compress || c.recompress > 0)) {
       std::vector<int32_t> all = tokens_;
       all.insert(all.end(), tokens.begin(), tokens.end());
-      compressor_->set_spans(token_spans(all, run_flags_, c));
+      compressor_->set_spans(token_spans(all, inputs_->run_flags, c));
     }
     compressor_->begin(n_tok, n_past(), compress, extend);
   }
@@ -127,9 +125,9 @@ void Sequence::prefill(std::span<const int32_t> tokens, const std::function<void
   // press compresses every layer.
   run(tokens, LogitsMode::kLast, false, progress);
   const PressConfig& c = compressor_->press().config();
-  if (c.reads_tokens()) compressor_->set_spans(token_spans(tokens_, run_flags_, c));
+  if (c.reads_tokens()) compressor_->set_spans(token_spans(tokens_, inputs_->run_flags, c));
   compressor_->begin(0, n_past(), true);
-  compressor_->press_reconstructed(reconstruction_scores(model_, kv_, tokens_, *reconstruction_, pool_));
+  compressor_->press_reconstructed(reconstruction_scores(model_, kv_, tokens_, inputs_->reconstruction, pool_));
 }
 
 void Sequence::decode(int32_t token) { run({&token, 1}, LogitsMode::kLast, false, {}); }
@@ -317,7 +315,7 @@ std::unique_ptr<Sequence> Sequence::prefix_copy(int n) const {
 std::unique_ptr<Sequence> Sequence::hand_to(const PressConfig& press) {
   check_idle();
   if (compressor_) fail(ErrorKind::kInvalidArgument, "hand_to: the session has a press");
-  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press, run_flags_, reconstruction_});
+  auto s = std::make_unique<Sequence>(model_, n_ctx_, pool_, SequenceOptions{kv_.type(), press, inputs_});
   const std::vector<WindowQueries> w = windows();
   try {
     s->adopt(std::move(kv_), tokens_, logits_, w);

@@ -10,23 +10,21 @@
 
 #include "kv/compressor.h"
 #include "kv/kv_cache.h"
+#include "kv/press_inputs.h"
 #include "model/model.h"
 #include "snapkv/press.h"
 
 namespace snapkv {
 
 struct SequenceOptions {
-  SequenceOptions(KvType type = KvType::kF16, PressConfig p = {}, std::span<const uint8_t> flags = {},
-                  const ReconstructionPrompt* r = nullptr)
-      : kv_type(type), press(std::move(p)), run_flags(flags), reconstruction(r) {}
+  SequenceOptions(KvType type = KvType::kF16, PressConfig p = {}, const PressInputs* in = nullptr)
+      : kv_type(type), press(std::move(p)), inputs(in) {}
 
   KvType kv_type;
   PressConfig press;  // "full" by default
-  // The model's token_run_flags() (kv/token_runs.h), which a press keeping whole token runs
-  // needs (press.reads_tokens()), and its reconstruction_prompt(), which kvzip needs; they must
-  // outlive the sequence.
-  std::span<const uint8_t> run_flags;
-  const ReconstructionPrompt* reconstruction;
+  // The model's press_inputs(), which presses keeping token runs or reconstructing the context
+  // need; it must outlive the sequence.
+  const PressInputs* inputs;
 };
 
 class Sequence {
@@ -130,8 +128,7 @@ class Sequence {
   int n_ctx_;
   ThreadPool& pool_;
   KvCache kv_;
-  std::span<const uint8_t> run_flags_;
-  const ReconstructionPrompt* reconstruction_;
+  const PressInputs* inputs_;
   std::unique_ptr<Compressor> compressor_;
   std::unique_ptr<LayerRecorder> window_;  // sessions without a press
   bool extend_next_ = false;               // the next call continues an adopted whole prompt

@@ -139,9 +139,7 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
   }
 }
 
-std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uint8_t> run_flags,
-                                       const ReconstructionPrompt& reconstruction,
-                                       std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
+std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress) {
   const ModelHparams& hp = model.hparams();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {
@@ -203,7 +201,7 @@ std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uin
         cell.full_bytes = rec.full().bytes();
         cell.full_entries = rec.full().entries();
         {
-          KvCache c = rec.pressed(*press, nullptr, run_flags, &reconstruction);
+          KvCache c = rec.pressed(*press, nullptr, &inputs);
           cell.kept_bytes = c.bytes();
           cell.kept_entries = c.entries();
           model.forward(cont, pos, c, LogitsMode::kAll, logits, pool, nullptr);

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kv/reconstruction.h"
+#include "kv/press_inputs.h"
 #include "model/model.h"
 #include "snapkv/eval.h"
 #include "snapkv/tokenizer.h"
@@ -37,11 +37,9 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
 
 // Runs every cell, in the order L, then press, then capacity (one prefill per L). tokens must hold
 // at least params.tokens_needed() ids. Throws Error(kInvalidArgument) when params are invalid for
-// the model, Error(kOutOfRange) when tokens are too few. run_flags, reconstruction: the model's
-// token_run_flags() and reconstruction_prompt().
-std::vector<FidelityCell> run_fidelity(const Decoder& model, std::span<const uint8_t> run_flags,
-                                       const ReconstructionPrompt& reconstruction,
-                                       std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
+// the model, Error(kOutOfRange) when tokens are too few. inputs: the model's
+// press_inputs().
+std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress = {});
 
 }  // namespace snapkv

@@ -76,7 +76,7 @@ std::vector<FidelityCell> evaluate_fidelity(const Model& model, std::string_view
     }
     if (progress) progress(p);
   };
-  return run_fidelity(*model.impl().decoder, model.impl().run_flags, model.impl().reconstruction, ids, params, model.impl().threads(), each);
+  return run_fidelity(*model.impl().decoder, model.impl().press_inputs, ids, params, model.impl().threads(), each);
 }
 
 }  // namespace snapkv

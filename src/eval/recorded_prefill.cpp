@@ -34,21 +34,19 @@ void RecordedPrefill::extend(std::span<const int32_t> tokens) {
   reconstructed_.clear();
 }
 
-KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept, std::span<const uint8_t> run_flags,
-                                 const ReconstructionPrompt* reconstruction) const {
+KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kept, const PressInputs* inputs) const {
   const PressConfig& cfg = press.config();
   if (cfg.gqa == GqaReduce::kPerQueryHead && cfg.compresses()) {
     fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
   }
-  if (cfg.reads_tokens() && run_flags.empty()) {
-    fail(ErrorKind::kInternal, "a press reading token runs or sentences was given no token flags");
-  }
-  const TokenSpans spans = token_spans(tokens_, run_flags, cfg);
-  KvCache c = full_;
   const bool reconstructs = press.needs().reconstruct && cfg.compresses();
+  if ((cfg.reads_tokens() || reconstructs) && !inputs) {
+    fail(ErrorKind::kInternal, "a press reading the prompt's tokens was given no press inputs");
+  }
+  const TokenSpans spans = cfg.reads_tokens() ? token_spans(tokens_, inputs->run_flags, cfg) : TokenSpans{};
+  KvCache c = full_;
   if (reconstructs && reconstructed_.empty()) {
-    if (!reconstruction) fail(ErrorKind::kInternal, "a press reconstructing the context was given no prompt for it");
-    reconstructed_ = reconstruction_scores(*model_, c, tokens_, *reconstruction, *pool_);
+    reconstructed_ = reconstruction_scores(*model_, c, tokens_, inputs->reconstruction, *pool_);
   }
   if (kept) kept->assign(c.n_layer(), {});
   score_memo_.resize(static_cast<size_t>(c.n_layer()));

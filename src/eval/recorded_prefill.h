@@ -10,6 +10,7 @@
 
 #include "kv/kv_cache.h"
 #include "kv/layer_recorder.h"
+#include "kv/press_inputs.h"
 #include "kv/reconstruction.h"
 #include "model/model.h"
 
@@ -37,11 +38,10 @@ class RecordedPrefill {
   LayerInput input(int il) const { return recorder_.input(il, full_.layer(il)); }
   std::span<const float> last_logits() const { return logits_; }
   // A copy of the full cache pressed layer by layer; per-layer counts in *kept when given. Keeps
-  // the SnapKV and reconstruction scores it computes for the next press (so it is not thread-safe). run_flags: the
-  // model's token_run_flags(), which a press keeping whole token runs needs; reconstruction: its
-  // reconstruction_prompt(), which kvzip needs (its passes run on the copy).
-  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr, std::span<const uint8_t> run_flags = {},
-                  const ReconstructionPrompt* reconstruction = nullptr) const;
+  // the SnapKV and reconstruction scores it computes for the next press (so it is not thread-safe).
+  // inputs: the model's press_inputs(), which presses keeping token runs or reconstructing the
+  // context need (kvzip's passes run on the copy).
+  KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr, const PressInputs* inputs = nullptr) const;
 
  private:
   const Decoder* model_;

@@ -227,7 +227,7 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
         Timer st;
         const int n_ctx = static_cast<int>(prompt.ids.size()) + c.max_tokens;
         auto seq = std::make_unique<Sequence>(decoder, n_ctx, pool, full_opts);
-        seq->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap}), nullptr, model.impl().run_flags, &model.impl().reconstruction), head, rec.last_logits());
+        seq->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap}), nullptr, &model.impl().press_inputs), head, rec.last_logits());
         if (!tail.empty()) seq->prefill(tail, {}, /*compress=*/false);
         const size_t kept = seq->kv().bytes(), full = seq->kv_full_bytes();
         todo_cells.push_back({p, cap, std::move(seq), st.seconds(), kept, full});

@@ -16,7 +16,7 @@
 #include "engine/sequence.h"
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
-#include "kv/reconstruction.h"
+#include "kv/press_inputs.h"
 #include "snapkv/tokenizer.h"
 #include "util/error.h"
 #include "io/gguf.h"
@@ -233,7 +233,7 @@ TEST(Gemma3, PressesCompressTheGlobalLayersOnly) {
 TEST(Gemma3, KvzipIsRefused) {
   const Decoder& model = *gemma3().model;
   const auto tok = Tokenizer::from_gguf(*gemma3().file);
-  const ReconstructionPrompt prompt = reconstruction_prompt(*tok);
+  const PressInputs inputs = press_inputs(*tok);
   ThreadPool pool(2);
   PressConfig press;
   press.press = "kvzip";
@@ -248,10 +248,10 @@ TEST(Gemma3, KvzipIsRefused) {
     }
     ADD_FAILURE() << "not refused";
   };
-  refused([&] { Sequence(model, 600, pool, SequenceOptions{KvType::kF16, press, {}, &prompt}); });
+  refused([&] { Sequence(model, 600, pool, SequenceOptions{KvType::kF16, press, &inputs}); });
   const std::vector<int32_t> ids(40, 1000);
   const RecordedPrefill rec(model, ids, KvType::kF16, 1, PressNeeds{.reconstruct = true}, pool);
-  refused([&] { rec.pressed(*make_press(press), nullptr, {}, &prompt); });
+  refused([&] { rec.pressed(*make_press(press), nullptr, &inputs); });
 }
 
 // Prompt lookup drafts a passage the prompt repeats; verification passes append several tokens

@@ -31,6 +31,7 @@
 
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "kv/press_inputs.h"
 #include "reference_model.h"
 
 namespace snapkv {
@@ -190,9 +191,9 @@ PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
   return out;
 }
 
-// The reconstruction prompt of the default model's tokenizer (kvzip).
-const ReconstructionPrompt& reconstruction() {
-  static const ReconstructionPrompt p = reconstruction_prompt(*Tokenizer::from_gguf(*test::reference_model().file));
+// What presses need of the default model's tokenizer (kvzip: the reconstruction prompt).
+const PressInputs& inputs() {
+  static const PressInputs p = press_inputs(*Tokenizer::from_gguf(*test::reference_model().file));
   return p;
 }
 
@@ -219,7 +220,7 @@ void check_prompt(size_t prompt_index, KvType type, Rule rule, const char* fixtu
     for (const json& options : variants) {
       const std::string what = c.at("reference").get<std::string>() + " " + options.dump() + " on " + p.name;
       const Verdict v =
-          compare(selection_of(rec.pressed(*make_press(config_from(options)), nullptr, {}, &reconstruction())), c, rule);
+          compare(selection_of(rec.pressed(*make_press(config_from(options)), nullptr, &inputs())), c, rule);
       print(what, v);
       EXPECT_EQ(v.why, "") << what;
     }
@@ -259,9 +260,9 @@ TEST(PressReference, KvzipTwoChunksPrompt1) { check_prompt(1, KvType::kF32, kKvz
 // The passes ask the model in kvpress's words, tokenized as kvpress tokenizes them.
 TEST(PressReference, KvzipPromptIsKvpresss) {
   const json fx = test::load_fixture("press_kvzip.json").at("reconstruction_prompt");
-  EXPECT_EQ(reconstruction().first, fx.at("first").get<std::vector<int32_t>>());
-  EXPECT_EQ(reconstruction().later, fx.at("later").get<std::vector<int32_t>>());
-  EXPECT_EQ(reconstruction().suffix, fx.at("suffix").get<std::vector<int32_t>>());
+  EXPECT_EQ(inputs().reconstruction.first, fx.at("first").get<std::vector<int32_t>>());
+  EXPECT_EQ(inputs().reconstruction.later, fx.at("later").get<std::vector<int32_t>>());
+  EXPECT_EQ(inputs().reconstruction.suffix, fx.at("suffix").get<std::vector<int32_t>>());
 }
 TEST(PressReference, F16CachePrompt0) { check_prompt(0, KvType::kF16, kF16Rule); }
 TEST(PressReference, F16CachePrompt1) { check_prompt(1, KvType::kF16, kF16Rule); }

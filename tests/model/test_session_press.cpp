@@ -10,6 +10,7 @@
 
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "kv/press_inputs.h"
 #include "kv/token_runs.h"
 #include "reference_model.h"
 
@@ -66,16 +67,16 @@ TEST(SessionPress, InPrefillCompressionEqualsPressingARecordedPrefill) {
 TEST(SessionPress, KvzipInASessionEqualsPressingARecordedPrefill) {
   const Decoder& model = *test::reference_model().model;
   const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
-  const ReconstructionPrompt prompt = reconstruction_prompt(*tok);
+  const PressInputs inputs = press_inputs(*tok);
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const RecordedPrefill rec(model, ids, KvType::kF16, 1, PressNeeds{.reconstruct = true}, pool);
   SequenceOptions o = snapkv_options(200);
   o.press.press = "kvzip";
-  EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no reconstruction prompt given";
+  EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no press inputs given";
   EXPECT_ANY_THROW(rec.pressed(*make_press(o.press)));
-  o.reconstruction = &prompt;
-  const KvCache offline = rec.pressed(*make_press(o.press), nullptr, {}, &prompt);
+  o.inputs = &inputs;
+  const KvCache offline = rec.pressed(*make_press(o.press), nullptr, &inputs);
   EXPECT_EQ(rec.full().entries(), model.hparams().n_layer * model.hparams().n_head_kv * 700) << "the record is left whole";
   for (const bool stepped : {false, true}) {
     Sequence s(model, 800, pool, o);
@@ -144,7 +145,8 @@ TEST(TokenRuns, OnTheDefaultTokenizerSentencesEndAtStopsAndLineBreaks) {
 TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
   const Decoder& model = *test::reference_model().model;
   const auto tok = Tokenizer::from_gguf(*test::reference_model().file);
-  const std::vector<uint8_t> flags = token_run_flags(*tok);
+  const PressInputs inputs = press_inputs(*tok);
+  const std::vector<uint8_t>& flags = inputs.run_flags;
   ThreadPool pool(2);
   const std::vector<int32_t> ids = essay(700);
   const std::vector<int32_t> start = token_run_starts(ids, flags, 16);
@@ -155,12 +157,12 @@ TEST(SessionPress, TokenRunsInPrefillEqualPressingARecordedPrefill) {
     SCOPED_TRACE(spec);
     SequenceOptions o = snapkv_options(200);
     ASSERT_EQ(apply_press_spec(o.press, spec), "");
-    EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no run flags given";
-    o.run_flags = flags;
+    EXPECT_ANY_THROW(Sequence(model, 800, pool, o)) << "no press inputs given";
+    o.inputs = &inputs;
     Sequence s(model, 800, pool, o);
     s.prefill(ids);
     EXPECT_ANY_THROW(rec.pressed(*make_press(o.press)));
-    const KvCache offline = rec.pressed(*make_press(o.press), nullptr, flags);
+    const KvCache offline = rec.pressed(*make_press(o.press), nullptr, &inputs);
     for (int il = 0; il < model.hparams().n_layer; ++il) {
       const auto a = s.kv().layer(il), b = offline.layer(il);
       for (size_t h = 0; h < a.size(); ++h) {

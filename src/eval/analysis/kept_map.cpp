@@ -30,7 +30,7 @@ KeptMap analyze_map(const Model& model, const MapOptions& o) {
   RecordedPrefill state(decoder, o.input.kv_type, press->window(), press->needs(),
                         model.impl().threads());
   state.extend(prompt.ids);
-  const KvCache pressed = state.pressed(*press, nullptr, model.impl().run_flags, &model.impl().reconstruction);
+  const KvCache pressed = state.pressed(*press, nullptr, &model.impl().press_inputs);
 
   KeptMap m;
   m.model = model.info().name;

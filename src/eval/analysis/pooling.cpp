@@ -128,7 +128,7 @@ PoolingResult analyze_pooling(const Model& model, const PoolingOptions& o, const
     std::vector<std::unique_ptr<Sequence>> seqs;
     std::vector<Sequence*> batch;
     for (const auto& press : presses) {
-      KvCache pressed = state.pressed(*press, nullptr, model.impl().run_flags, &model.impl().reconstruction);
+      KvCache pressed = state.pressed(*press, nullptr, &model.impl().press_inputs);
       PoolingCell cell;
       cell.case_id = c.id;
       cell.kernel = press->config().kernel;
