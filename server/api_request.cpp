@@ -221,7 +221,7 @@ PressConfig press_of(const json& body, const PressConfig& def) {
 
 // speculation: {"mode": "prompt-lookup" | "none", "k", "ngram_max", "ngram_min"} over the
 // server's defaults.
-SpeculationParams speculation_of(const json& body, const SpeculationParams& def, const PressConfig& press) {
+SpeculationParams speculation_of(const json& body, const SpeculationParams& def) {
   const json* v = field(body, "speculation");
   if (!v) return def;
   const std::string pre = "speculation.";
@@ -244,7 +244,6 @@ SpeculationParams speculation_of(const json& body, const SpeculationParams& def,
   p.ngram_max = static_cast<int>(int_in(*v, "ngram_max", 1, 16, p.ngram_max, pre));
   p.ngram_min = static_cast<int>(int_in(*v, "ngram_min", 1, 16, p.ngram_min, pre));
   if (p.ngram_min > p.ngram_max) bad_request(pre + "ngram_min", "'speculation.ngram_min' must be <= 'speculation.ngram_max'");
-  if (const std::string err = p.conflict(press); !err.empty()) bad_request("speculation", err);
   return p;
 }
 
@@ -305,7 +304,7 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
   }
   r.timeout_s = number_in(body, "timeout", 0.001, 24 * 3600, d.timeout_s);
   r.press = press_of(body, d.press);
-  r.params.speculation = speculation_of(body, d.speculation, r.press);
+  r.params.speculation = speculation_of(body, d.speculation);
   return r;
 }
 

@@ -59,9 +59,6 @@ int serve(ServeOptions& o, const CLI::App* app) {
   if (o.http.defaults.speculation.mode == SpecMode::kDraft) {
     fail(ErrorKind::kInvalidArgument, "the server does not serve a draft model; use --spec prompt-lookup");
   }
-  if (const std::string err = o.http.defaults.speculation.conflict(so.press); !err.empty()) {
-    fail(ErrorKind::kInvalidArgument, "{}", err);
-  }
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (o.http.defaults.max_tokens < 0) fail(ErrorKind::kInvalidArgument, "--max-tokens must be >= 0");
   if (!(o.http.defaults.timeout_s > 0)) fail(ErrorKind::kInvalidArgument, "--timeout must be positive");

@@ -29,9 +29,6 @@ struct SpeculationParams {
   int ngram_min = 2;  // prompt lookup: the shortest run matched (no draft below it)
 
   std::string validate() const;
-  // Why this speculation cannot run beside press, or "": a press that re-compresses during
-  // generation (its re-compressions would not follow a rollback).
-  std::string conflict(const PressConfig& press) const;
 };
 
 // "prompt-lookup", "draft" or "none" as SpecMode, or Error(kInvalidArgument) naming them.

@@ -19,11 +19,6 @@ std::string SpeculationParams::validate() const {
   return {};
 }
 
-std::string SpeculationParams::conflict(const PressConfig& press) const {
-  if (mode == SpecMode::kNone || !press.compresses() || press.recompress == 0) return {};
-  return "speculative decoding does not go with re-compression during generation (the recompress option)";
-}
-
 SpecMode parse_spec_mode(std::string_view name) {
   if (name == "none") return SpecMode::kNone;
   if (name == "prompt-lookup") return SpecMode::kPromptLookup;

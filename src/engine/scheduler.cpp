@@ -199,9 +199,6 @@ std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* 
   if (request.params.speculation.mode == SpecMode::kDraft) {
     fail(ErrorKind::kUnsupported, "speculation with a draft model is not served (prompt-lookup is)");
   }
-  if (const std::string err = request.params.speculation.conflict(request.press); !err.empty()) {
-    fail(ErrorKind::kUnsupported, "{}", err);
-  }
   request.params.max_tokens = static_cast<int>(std::min<int64_t>(request.params.max_tokens, n_ctx_ - n_prompt));
   const size_t reserve = kv_bound_bytes(request.press, n_prompt, request.params.max_tokens);
   std::lock_guard lk(mu_);

@@ -27,11 +27,6 @@ void Drafter::kept(int n_kept) {
 
 std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft) {
   if (spec.mode == SpecMode::kNone) return nullptr;
-  if (session.compressor()) {
-    if (const std::string err = spec.conflict(session.compressor()->press().config()); !err.empty()) {
-      fail(ErrorKind::kUnsupported, "{}", err);
-    }
-  }
   if (spec.mode == SpecMode::kPromptLookup) return prompt_lookup_drafter(spec.ngram_min, spec.ngram_max);
   if (!draft) fail(ErrorKind::kInvalidArgument, "speculation with a draft model needs a draft model (--draft-model)");
   return model_drafter(*draft);
@@ -128,7 +123,9 @@ std::vector<int32_t> batched_step(std::span<StepRow> rows) {
 }
 
 int draft_room(const Sequence& session, int k, int tokens_left) {
-  return std::min({k, tokens_left, session.n_ctx() - session.n_past() - 1});
+  const int room = std::min({k, tokens_left, session.n_ctx() - session.n_past() - 1});
+  if (!session.compressor()) return room;
+  return static_cast<int>(std::min<int64_t>(room, session.compressor()->tokens_to_recompression() - 2));
 }
 
 void decode_speculatively(Sequence& session, Sampler& sampler, Drafter& drafter, int32_t id, int k, int max_tokens,

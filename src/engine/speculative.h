@@ -16,7 +16,7 @@
 namespace snapkv {
 
 // The drafter spec asks for (null for SpecMode::kNone). Error(kInvalidArgument) for kDraft
-// without a draft sequence; Error(kUnsupported) for spec.conflict(session's press).
+// without a draft sequence.
 std::unique_ptr<Drafter> make_drafter(const SpeculationParams& spec, const Sequence& session, Sequence* draft);
 
 // After id was emitted (and emit(id) said to go on): drafts up to k tokens, verifies id and them
@@ -35,7 +35,9 @@ int32_t accept_pass(Sequence& session, Sampler& sampler, Drafter& drafter, std::
                     std::span<const float> rows, const std::function<bool(int32_t)>& emit, GenerateStats& st);
 
 // The drafts a pass of session may hold: k at most, and never past the tokens_left before
-// max_tokens or the end of the context (the pass's first token takes one entry).
+// max_tokens or the end of the context (the pass's first token takes one entry). With a press
+// that re-compresses during generation, a pass ends before the token that re-compresses, or is
+// that token alone: a drafted token's query never selects what the cache keeps.
 int draft_room(const Sequence& session, int k, int tokens_left);
 
 // One sequence's part of a batched step (batched_step).

@@ -1,6 +1,7 @@
 #include "kv/compressor.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kv/press_scores.h"
 #include "util/error.h"
@@ -38,12 +39,25 @@ void Compressor::layer_done(int il) {
     recorder_.release(il);
     return;
   }
-  // Re-compression during generation, once a head grew `recompress` entries past the capacity.
+  const int64_t limit = recompression_limit();
+  if (limit > 0 && longest_head(cache_.layer(il)) >= limit) kept_[il] = press_layer(*press_, cache_, il, input(il), model_);
+}
+
+// Re-compression during generation, once a head grew `recompress` entries past the capacity.
+int64_t Compressor::recompression_limit() const {
   const PressConfig& c = press_->config();
-  if (c.recompress == 0 || press_->needs().whole_prompt() || c.ratio > 0) return;
-  if (longest_head(cache_.layer(il)) >= c.capacity + c.recompress) {
-    kept_[il] = press_layer(*press_, cache_, il, input(il), model_);
+  if (c.recompress == 0 || press_->needs().whole_prompt() || c.ratio > 0) return 0;
+  return c.capacity + c.recompress;
+}
+
+int64_t Compressor::tokens_to_recompression() const {
+  const int64_t limit = recompression_limit();
+  if (limit == 0) return std::numeric_limits<int64_t>::max();
+  int64_t room = limit;
+  for (int il = 0; il < cache_.n_layer(); ++il) {
+    if (cache_.window(il) == 0) room = std::min(room, limit - longest_head(cache_.layer(il)));  // press_layer()
   }
+  return std::max<int64_t>(room, 1);
 }
 
 void Compressor::press_reconstructed(const ReconstructionScores& scores) {

@@ -37,6 +37,9 @@ class Compressor final : public LayerObserver {
   // Per position, where its token run and sentence start (token_spans), for a press that reads
   // the tokens; set before the forward call that presses.
   void set_spans(TokenSpans spans) { spans_ = std::move(spans); }
+  // How many tokens a decode call may add before one of them re-compresses a layer (that one
+  // included): at least 1 when the press re-compresses during generation, else INT64_MAX.
+  int64_t tokens_to_recompression() const;
   // Forgets the window queries at position >= pos (the cache dropped those entries).
   void drop_from(int32_t pos) { recorder_.drop_from(pos); }
   const Press& press() const { return *press_; }
@@ -48,6 +51,8 @@ class Compressor final : public LayerObserver {
 
  private:
   LayerInput input(int il) const;
+  // The entries a layer's longest head may hold before generation re-compresses it; 0: never.
+  int64_t recompression_limit() const;
 
   std::unique_ptr<Press> press_;
   const Decoder& model_;

@@ -3,7 +3,7 @@
 // tools/reference/make_llamacpp_fixture.py), with prompt lookup and with a draft model (itself
 // pressed), and leave the cache, its positions and the window exactly as decoding one token at a
 // time leaves them, for the full cache and for pressed caches with per-head lengths (snapkv per
-// query head, ada_kv).
+// query head, ada_kv) or re-compressed during generation.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -94,12 +94,13 @@ std::vector<int32_t> quoting_prompt() {
   return p;
 }
 
-PressConfig press(const std::string& name, GqaReduce gqa = GqaReduce::kMean) {
+PressConfig press(const std::string& name, GqaReduce gqa = GqaReduce::kMean, int recompress = 0) {
   PressConfig c;
   c.press = name;
   c.capacity = 128;
   c.window = 16;
   c.gqa = gqa;
+  c.recompress = recompress;
   return c;
 }
 
@@ -131,7 +132,10 @@ TEST(Speculative, GreedyTokensCacheAndWindowEqualDecodingOneTokenAtATime) {
   const std::vector<int32_t> prompt = quoting_prompt();
   constexpr int kTokens = 48;
   const int n_ctx = static_cast<int>(prompt.size()) + kTokens + 1;
-  for (const PressConfig& pc : {PressConfig{}, press("snapkv", GqaReduce::kPerQueryHead), press("ada_kv")}) {
+  // snapkv re-compressing every 12 tokens: passes stop short of each re-compression, which
+  // then runs on a decoded token's queries, as without speculation.
+  for (const PressConfig& pc : {PressConfig{}, press("snapkv", GqaReduce::kPerQueryHead), press("ada_kv"),
+                                press("snapkv", GqaReduce::kMean, 12)}) {
     const SequenceOptions o{KvType::kF16, pc};
     Sequence plain(model, n_ctx, pool, o), spec(model, n_ctx, pool, o);
     const Generated a = generate_greedy(plain, prompt, kTokens, SpecMode::kNone);
@@ -178,11 +182,15 @@ TEST(Speculative, StopsWhereDecodingStopsAndRefusesWhatItCannotDo) {
   EXPECT_THROW(generate(s, tokenizer(), prompt, p, [](int32_t, std::string_view) { return true; }), Error);
   p.speculation.k = 0;
   EXPECT_NE(p.validate(), "");
-  PressConfig recompress = press("snapkv");
-  recompress.recompress = 64;
-  Sequence r(model, 2048, pool, SequenceOptions{KvType::kF16, recompress});
-  p.speculation = {SpecMode::kPromptLookup};
-  EXPECT_THROW(generate(r, tokenizer(), prompt, p, [](int32_t, std::string_view) { return true; }), Error);
+
+  // TOVA as published re-compresses after every token: no room for a draft, plain decoding.
+  const SequenceOptions tova{KvType::kF16, press("tova", GqaReduce::kMean, 1)};
+  Sequence tova_plain(model, 2048, pool, tova), tova_spec(model, 2048, pool, tova);
+  const Generated c = generate_greedy(tova_plain, prompt, 16, SpecMode::kNone);
+  const Generated d = generate_greedy(tova_spec, prompt, 16, SpecMode::kPromptLookup, 8);
+  EXPECT_EQ(d.ids, c.ids);
+  EXPECT_EQ(d.st.n_drafted, 0);
+  expect_same_cache(tova_spec.kv(), tova_plain.kv(), "tova+recompress=1");
 }
 
 }  // namespace

@@ -155,6 +155,12 @@ TEST(ServerApi, SpeculationIsAPerRequestExtension) {
   EXPECT_EQ(d.params.speculation.k, 2);
   EXPECT_EQ(parse_request(parse_json_body(head + R"("speculation": {"mode": "none"}})"), true, on).params.speculation.mode,
             SpecMode::kNone);
+  // With a press re-compressing during generation (passes stop short of each re-compression).
+  const ApiRequest rc = parse_request(
+      parse_json_body(head + R"("speculation": {"mode": "prompt-lookup"}, "kv_compression": {"press": "snapkv", "recompress": 64}})"),
+      true, defaults());
+  EXPECT_EQ(rc.params.speculation.mode, SpecMode::kPromptLookup);
+  EXPECT_EQ(rc.press.recompress, 64);
   const std::pair<const char*, const char*> bad[] = {
       {R"("speculation": "prompt-lookup"})", "speculation"},
       {R"("speculation": {"mode": "draft"}})", "speculation.mode"},
@@ -164,8 +170,6 @@ TEST(ServerApi, SpeculationIsAPerRequestExtension) {
       {R"("speculation": {"k": 17}})", "speculation.k"},
       {R"("speculation": {"ngram_min": 4, "ngram_max": 3}})", "speculation.ngram_min"},
       {R"("speculation": {"tree": true}})", "speculation.tree"},
-      {R"("speculation": {"mode": "prompt-lookup"}, "kv_compression": {"press": "snapkv", "recompress": 64}})",
-       "speculation"},
   };
   for (const auto& [body, param] : bad) {
     const ApiError e = error_of(head + body);
