@@ -139,7 +139,8 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
   }
 }
 
-std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
+std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens,
+                                       const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress) {
   const ModelHparams& hp = model.hparams();
   if (const std::string err = params.validate(hp.n_ctx_train); !err.empty()) {

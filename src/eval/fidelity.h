@@ -39,7 +39,8 @@ std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, std::string_view 
 // at least params.tokens_needed() ids. Throws Error(kInvalidArgument) when params are invalid for
 // the model, Error(kOutOfRange) when tokens are too few. inputs: the model's
 // press_inputs().
-std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens, const FidelityParams& params, ThreadPool& pool,
+std::vector<FidelityCell> run_fidelity(const Decoder& model, const PressInputs& inputs, std::span<const int32_t> tokens,
+                                       const FidelityParams& params, ThreadPool& pool,
                                        const std::function<void(const FidelityProgress&)>& progress = {});
 
 }  // namespace snapkv
