@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "kv/compressor.h"
 #include "kv/token_runs.h"
 #include "util/error.h"
 
@@ -60,6 +61,17 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
     if (kept) (*kept)[il] = k;
   }
   return c;
+}
+
+std::unique_ptr<Sequence> RecordedPrefill::sequence(const Press* press, const PressInputs& inputs, int n_ctx) const {
+  const bool evicts = press && recompresses(*press);
+  const SequenceOptions options = evicts ? SequenceOptions{full_.type(), press->config(), &inputs}
+                                         : SequenceOptions{full_.type()};
+  auto seq = std::make_unique<Sequence>(*model_, n_ctx, *pool_, options);
+  std::vector<WindowQueries> windows;
+  for (int il = 0; evicts && il < full_.n_layer(); ++il) windows.push_back(recorder_.window(il));
+  seq->adopt(press ? pressed(*press, nullptr, &inputs) : full_, tokens_, logits_, windows);
+  return seq;
 }
 
 }  // namespace snapkv

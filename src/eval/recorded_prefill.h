@@ -5,8 +5,11 @@
 // attends with the full cache), so a copy pressed afterwards equals a cache pressed during
 // prefill, layer by layer.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
+
+#include "engine/sequence.h"
 
 #include "kv/kv_cache.h"
 #include "kv/layer_recorder.h"
@@ -42,6 +45,10 @@ class RecordedPrefill {
   // inputs: the model's press_inputs(), which presses keeping token runs or reconstructing the
   // context need (kvzip's passes run on the copy).
   KvCache pressed(const Press& press, std::vector<LayerKept>* kept = nullptr, const PressInputs* inputs = nullptr) const;
+  // A sequence of up to n_ctx tokens holding the recorded ones, with the full cache (press null)
+  // or a pressed copy, ready to go on as a session that prefilled them with the press: one
+  // re-compressing during generation goes on doing so, from the recorded window.
+  std::unique_ptr<Sequence> sequence(const Press* press, const PressInputs& inputs, int n_ctx) const;
 
  private:
   const Decoder* model_;

@@ -143,8 +143,6 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
   }
 
   ThreadPool& pool = model.impl().threads();
-  SequenceOptions full_opts;
-  full_opts.kv_type = o.kv_type;
   int cells_done = 0;
   Timer run_t;
   const auto progress = [&](const std::string& what) {
@@ -226,8 +224,7 @@ EvalSuiteResult evaluate_suite(const Model& model, const EvalSuiteOptions& o, co
         progress(fmt::format("{} {} C={}", c.id, p, cap));
         Timer st;
         const int n_ctx = static_cast<int>(prompt.ids.size()) + c.max_tokens;
-        auto seq = std::make_unique<Sequence>(decoder, n_ctx, pool, full_opts);
-        seq->adopt(p == "full" ? rec.full() : rec.pressed(*presses.at({p, cap}), nullptr, &model.impl().press_inputs), head, rec.last_logits());
+        auto seq = rec.sequence(p == "full" ? nullptr : presses.at({p, cap}).get(), model.impl().press_inputs, n_ctx);
         if (!tail.empty()) seq->prefill(tail, {}, /*compress=*/false);
         const size_t kept = seq->kv().bytes(), full = seq->kv_full_bytes();
         todo_cells.push_back({p, cap, std::move(seq), st.seconds(), kept, full});

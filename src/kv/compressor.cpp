@@ -44,10 +44,13 @@ void Compressor::layer_done(int il) {
 }
 
 // Re-compression during generation, once a head grew `recompress` entries past the capacity.
+bool recompresses(const Press& press) {
+  const PressConfig& c = press.config();
+  return c.recompress > 0 && !press.needs().whole_prompt() && c.ratio == 0;
+}
+
 int64_t Compressor::recompression_limit() const {
-  const PressConfig& c = press_->config();
-  if (c.recompress == 0 || press_->needs().whole_prompt() || c.ratio > 0) return 0;
-  return c.capacity + c.recompress;
+  return recompresses(*press_) ? press_->config().capacity + press_->config().recompress : 0;
 }
 
 int64_t Compressor::tokens_to_recompression() const {

@@ -16,6 +16,10 @@
 
 namespace snapkv {
 
+// Whether press re-compresses during generation (its recompress option; not for a press needing
+// every prompt query, nor with a ratio).
+bool recompresses(const Press& press);
+
 class Compressor final : public LayerObserver {
  public:
   Compressor(const PressConfig& cfg, const Decoder& model, KvCache& cache, ThreadPool& pool);

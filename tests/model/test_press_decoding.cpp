@@ -5,6 +5,7 @@
 // Per step and layer the entry we evict must be kvpress's, unless the two lowest scores lie within
 // kNearTie of the largest there (fp32 summation order); a layer that took the other entry at such
 // a tie is followed no further. A layer never at a tie must end holding exactly kvpress's positions.
+// The evaluations' answering sequences (RecordedPrefill::sequence) evict as a session does.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,8 +14,11 @@
 #include <set>
 
 #include "engine/sequence.h"
+#include "eval/recorded_prefill.h"
 #include "kv/press.h"
+#include "kv/press_inputs.h"
 #include "reference_model.h"
+#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 namespace {
@@ -96,6 +100,47 @@ TEST(PressDecoding, TovaEvictingWhileDecodingMatchesKvpress) {
     std::printf("tova_decode C=%d on prompt %zu: %d steps x %d layers, %d evictions at near ties, %d layers took "
                 "the other entry at one, smallest gap matched %.2e\n",
                 C, c.at("prompt").get<size_t>(), n_steps, n_layer, n_ties, n_diverged, closest);
+  }
+}
+
+// snapkv eval answers on a sequence a recorded prefill hands out. With a press evicting while
+// decoding it must go on as a session that prefilled the prompt with that press: the same greedy
+// tokens and, after them, the same entries. The recording keeps a wider window (32, as for the
+// other presses of an evaluation) than tova_decode's one query.
+TEST(PressDecoding, ARecordedPrefillsSequenceEvictsAsASession) {
+  const Decoder& model = *test::reference_model().model;
+  const PressInputs inputs = press_inputs(*Tokenizer::from_gguf(*test::reference_model().file));
+  ThreadPool pool(2);
+  std::vector<int32_t> ids = test::load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
+  ids.resize(600);
+  constexpr int kTokens = 24;
+  const int n_ctx = static_cast<int>(ids.size()) + kTokens;
+  for (const char* spec : {"tova_decode", "snapkv+recompress=8"}) {
+    SCOPED_TRACE(spec);
+    PressConfig pc;
+    ASSERT_EQ(apply_press_spec(pc, spec), "");
+    pc.capacity = 128;
+    const std::unique_ptr<Press> press = make_press(pc);
+    const RecordedPrefill rec(model, ids, KvType::kF16, 32, press->needs(), pool);
+    const std::unique_ptr<Sequence> eval = rec.sequence(press.get(), inputs, n_ctx);
+    Sequence session(model, n_ctx, pool, SequenceOptions{KvType::kF16, pc, &inputs});
+    session.prefill(ids);
+    for (int t = 0; t < kTokens; ++t) {
+      const auto greedy = [](const Sequence& s) {
+        return static_cast<int32_t>(std::max_element(s.logits().begin(), s.logits().end()) - s.logits().begin());
+      };
+      ASSERT_EQ(greedy(*eval), greedy(session)) << "token " << t;
+      eval->decode(greedy(session));
+      session.decode(greedy(session));
+    }
+    for (int il = 0; il < model.hparams().n_layer; ++il) {
+      const auto a = eval->kv().layer(il), b = session.kv().layer(il);
+      for (size_t h = 0; h < a.size(); ++h) {
+        ASSERT_EQ(std::vector<int32_t>(a[h].pos, a[h].pos + a[h].n), std::vector<int32_t>(b[h].pos, b[h].pos + b[h].n))
+            << "layer " << il << " head " << h;
+        EXPECT_LE(a[h].n, pc.capacity + std::max(pc.recompress, 1)) << "evicted while decoding";
+      }
+    }
   }
 }
 
