@@ -117,10 +117,14 @@ def main() -> int:
         def shared_between_replicas():
             first = chat(a, question)
             expect(cached(first) == 0, f"a new document reported {cached(first)} cached tokens")
-            deadline = time.monotonic() + 20  # the replica saves on a background thread
-            while not redis.command("KEYS", "snapkv:1:state:*") and time.monotonic() < deadline:
+            # The replica saves on a background thread: the state, then an index key per 256-token
+            # prefix, shortest first. Replica B can resume once the prompt's prefixes are indexed.
+            n_index = first["usage"]["prompt_tokens"] // 256
+            deadline = time.monotonic() + 20
+            while len(redis.command("KEYS", "snapkv:1:index:*") or []) < n_index and time.monotonic() < deadline:
                 time.sleep(0.1)
             expect(redis.command("KEYS", "snapkv:1:state:*"), "replica A saved no state to Redis")
+            expect(len(redis.command("KEYS", "snapkv:1:index:*") or []) >= n_index, "replica A indexed too few prefixes")
             other = [{"role": "user", "content": doc_a + "\n\nWho wrote it, and when?"}]
             second = chat(b, other)
             n_prompt = second["usage"]["prompt_tokens"]
