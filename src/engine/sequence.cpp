@@ -46,11 +46,8 @@ Sequence::Sequence(const Decoder& model, int n_ctx, ThreadPool& pool, const Sequ
   if (options.press.compresses()) {
     compressor_ = std::make_unique<Compressor>(options.press, model, kv_, pool);
     // The press's own options (an alias's included).
-    const bool reconstructs = compressor_->press().needs().reconstruct;
-    if ((compressor_->press().config().reads_tokens() || reconstructs) && !inputs_) {
-      fail(ErrorKind::kInternal, "the press reads the prompt's tokens but the session was given no press inputs");
-    }
-    if (reconstructs) check_reconstructable(kv_);
+    require_press_inputs(compressor_->press(), inputs_);
+    if (compressor_->press().needs().reconstruct) check_reconstructable(kv_);
   } else {
     window_ = std::make_unique<LayerRecorder>(h.n_layer, h.n_head, h.head_dim, options.press.window, PressNeeds{},
                                               h.rope, pool);

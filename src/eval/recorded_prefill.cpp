@@ -41,9 +41,7 @@ KvCache RecordedPrefill::pressed(const Press& press, std::vector<LayerKept>* kep
     fail(ErrorKind::kUnsupported, "per_query_head needs a replicated cache; run it with snapkv run instead");
   }
   const bool reconstructs = press.needs().reconstruct && cfg.compresses();
-  if ((cfg.reads_tokens() || reconstructs) && !inputs) {
-    fail(ErrorKind::kInternal, "a press reading the prompt's tokens was given no press inputs");
-  }
+  require_press_inputs(press, inputs);
   const TokenSpans spans = cfg.reads_tokens() ? token_spans(tokens_, inputs->run_flags, cfg) : TokenSpans{};
   KvCache c = full_;
   if (reconstructs && reconstructed_.empty()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kv/press.h"
 #include "kv/reconstruction.h"
 #include "snapkv/tokenizer.h"
 
@@ -16,5 +17,8 @@ struct PressInputs {
   ReconstructionPrompt reconstruction;  // reconstruction_prompt()
 };
 PressInputs press_inputs(const Tokenizer& tokenizer);
+
+// Error(kInternal) when press reads the prompt's tokens or reconstructs it and inputs is null.
+void require_press_inputs(const Press& press, const PressInputs* inputs);
 
 }  // namespace snapkv
