@@ -13,7 +13,9 @@
 // products to each of the vector's rows: the lanes are rows, and a token's results are
 // consecutive floats of y. The integer sums of a group (32 weights, 16 for Q6_K) start from its
 // correction and go through one conversion and two float operations into float accumulators,
-// which stay in registers over the chunk and go through y between chunks.
+// which stay in registers over the chunk and go through a per-thread buffer of running sums
+// between chunks (Out). The activations come in GemmQ8Activations' panel order, so a pass over kT
+// tokens reads one stream.
 
 #if SNAPKV_GEMM_VNNI
 using VI = __m512i;
@@ -26,6 +28,7 @@ static inline VI Broadcast32(int32_t v) { return _mm512_set1_epi32(v); }
 static inline VF ZeroF() { return _mm512_setzero_ps(); }
 static inline VF SetF(float v) { return _mm512_set1_ps(v); }
 static inline VF LoadF(const float* p) { return _mm512_loadu_ps(p); }
+static inline void StoreF(float* p, VF v) { _mm512_storeu_ps(p, v); }
 // Through the masked form: GCC 12 warns that the plain intrinsic's undefined source register may
 // be used uninitialized once its input comes from inline assembly (Dot8, Dot16).
 static inline VF ToF(VI v) { return _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), 0xFFFF, v); }
@@ -44,9 +47,6 @@ static inline VI Dot16(VI acc, VI x, VI w) {
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
   return acc;
 }
-static inline VF LoadRows(const float* p, int n) {
-  return n == kVecRows ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
-}
 static inline void StoreRows(float* p, VF v, int n) {
   if (n == kVecRows) _mm512_storeu_ps(p, v);
   else _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
@@ -62,6 +62,7 @@ static inline VI Broadcast32(int32_t v) { return _mm256_set1_epi32(v); }
 static inline VF ZeroF() { return _mm256_setzero_ps(); }
 static inline VF SetF(float v) { return _mm256_set1_ps(v); }
 static inline VF LoadF(const float* p) { return _mm256_loadu_ps(p); }
+static inline void StoreF(float* p, VF v) { _mm256_storeu_ps(p, v); }
 static inline VF ToF(VI v) { return _mm256_cvtepi32_ps(v); }
 static inline VF MulF(VF a, VF b) { return _mm256_mul_ps(a, b); }
 static inline VF FmaF(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
@@ -79,9 +80,6 @@ static inline VI Dot8x2(VI acc, VI x0, VI w0, VI x1, VI w1) {
 static inline VI Dot16(VI acc, VI x, VI w) { return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w)); }
 static inline __m256i RowMask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-static inline VF LoadRows(const float* p, int n) {
-  return n == kVecRows ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, RowMask(n));
 }
 static inline void StoreRows(float* p, VF v, int n) {
   if (n == kVecRows) _mm256_storeu_ps(p, v);
@@ -111,6 +109,95 @@ struct Tile {
   alignas(64) float min[kVecs * kChunk<kBits> / 32 * kVecRows];
 };
 
+// Block b's 32 codes as gemm_block::decode gives them, from the bytes c names (AVX2 operations,
+// which both passes have).
+template <GgmlType kType>
+static inline __m256i Codes(const gemm_block::CodeBytes& c) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  if constexpr (kType == GgmlType::Q8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.lo));
+  } else if constexpr (kType == GgmlType::Q4_0 || kType == GgmlType::Q4_1) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c.lo));
+    const __m256i code = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), nibble);
+    return kType == GgmlType::Q4_0 ? _mm256_sub_epi8(code, _mm256_set1_epi8(8)) : code;
+  } else {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.lo));
+    __m256i code = _mm256_and_si256(_mm256_srl_epi16(lo, _mm_cvtsi32_si128(c.lo_shift)), nibble);
+    if constexpr (kType == GgmlType::Q4_K) return code;
+    constexpr int kHighMask = kType == GgmlType::Q5_K ? 1 : 3;
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.hi));
+    const __m256i high =
+        _mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(c.hi_shift)), _mm256_set1_epi8(kHighMask));
+    code = _mm256_or_si256(code, _mm256_slli_epi16(high, 4));  // within bytes: high <= 3
+    return kType == GgmlType::Q6_K ? _mm256_sub_epi8(code, _mm256_set1_epi8(32)) : code;
+  }
+}
+
+#if SNAPKV_GEMM_VNNI
+// 16 x 16 32-bit elements: r[i] holds element j of row i in lane j; afterwards r[j] holds element
+// j of every row, row i in lane i. Four rounds of 16 shuffles.
+// (The zero-masked forms: GCC 12 warns that the plain ones' undefined source may be used.)
+static inline void Transpose16(VI r[16]) {
+  VI t[16];
+  for (int i = 0; i < 16; i += 2) {  // lanes of 128 bits: a0 b0 a1 b1 and a2 b2 a3 b3
+    t[i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // r[i + k], lane l: rows i .. i + 3 of element 4 l + k
+    r[i] = _mm512_maskz_unpacklo_epi64(0xFF, t[i], t[i + 2]);
+    r[i + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[i], t[i + 2]);
+    r[i + 2] = _mm512_maskz_unpacklo_epi64(0xFF, t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_maskz_unpackhi_epi64(0xFF, t[i + 1], t[i + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {  // gather lane l of r[k], r[4 + k], r[8 + k], r[12 + k]
+    const VI u0 = _mm512_maskz_shuffle_i32x4(0xFFFF, r[k], r[4 + k], 0x88);
+    const VI u1 = _mm512_maskz_shuffle_i32x4(0xFFFF, r[k], r[4 + k], 0xDD);
+    const VI u2 = _mm512_maskz_shuffle_i32x4(0xFFFF, r[8 + k], r[12 + k], 0x88);
+    const VI u3 = _mm512_maskz_shuffle_i32x4(0xFFFF, r[8 + k], r[12 + k], 0xDD);
+    t[k] = _mm512_maskz_shuffle_i32x4(0xFFFF, u0, u2, 0x88);
+    t[4 + k] = _mm512_maskz_shuffle_i32x4(0xFFFF, u1, u3, 0x88);
+    t[8 + k] = _mm512_maskz_shuffle_i32x4(0xFFFF, u0, u2, 0xDD);
+    t[12 + k] = _mm512_maskz_shuffle_i32x4(0xFFFF, u1, u3, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Writes the tile's codes of one vector of rows from codes[i] (row i's codes of blocks 0 .. nb, as
+// int8) to dst, in Tile's layout: each 16 steps (one block's 2-column steps with 16 bits, two
+// blocks' 4-column steps with 8 bits) are one Transpose16 of the rows' 64 bytes. With 16 bits each
+// code widens to 16 bits and each 4 swap their middle two (q16_slot). With 8 bits an odd last
+// block goes one row at a time.
+template <int kBits>
+static void Transpose(const int8_t (*codes)[kChunk<kBits>], int64_t nb, int8_t* dst) {
+  if constexpr (kBits == 16) {
+    const __m256i slots = _mm256_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15,  //
+                                           0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
+    for (int64_t b = 0; b < nb; ++b) {
+      VI r[16];
+      for (int i = 0; i < 16; ++i) {
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[i] + b * 32));
+        r[i] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(c, slots));
+      }
+      Transpose16(r);
+      for (int s = 0; s < 16; ++s) _mm512_storeu_si512(dst + (b * 16 + s) * 64, r[s]);
+    }
+  } else {
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      VI r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(codes[i] + b * 32);
+      Transpose16(r);
+      for (int s = 0; s < 16; ++s) _mm512_storeu_si512(dst + (b * 8 + s) * 64, r[s]);
+    }
+    for (; b < nb; ++b) {
+      for (int i = 0; i < 16; ++i) {
+        for (int s = 0; s < 8; ++s) std::memcpy(dst + ((b * 8 + s) * 16 + i) * 4, codes[i] + b * 32 + 4 * s, 4);
+      }
+    }
+  }
+}
+#endif
+
 // Unpacks rows [r, r + kTileRows) (those below r_end; zeros for the others) x blocks [b0, b1) of w.
 template <GgmlType kType, int kBits>
 static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, int64_t b1, Tile<kBits>& tile) {
@@ -120,6 +207,9 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
   const int64_t nb = b1 - b0;
   const int64_t steps = nb * 32 / kStepCols, groups = nb * kGroupsPerBlock;
   uint8_t gathered[kChunk<8> / 32 * kRows8MaxBlockBytes];
+#if SNAPKV_GEMM_VNNI
+  alignas(64) int8_t codes[kVecRows][kChunk<kBits>];  // a vector's rows, then transposed (Transpose)
+#endif
   for (int v = 0; v < kVecs; ++v) {
     for (int i = 0; i < kVecRows; ++i) {
       const int64_t row = r + v * kVecRows + i;
@@ -136,62 +226,82 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
         if (!src) src = w.data + static_cast<size_t>(row) * w.row_bytes;
       }
       for (int64_t b = 0; b < nb; ++b) {
-        gemm_block::Block blk;
+        gemm_block::Block blk;  // its scales and min; the codes go to code
+#if SNAPKV_GEMM_VNNI
+        int8_t* code = codes[i] + b * 32;
+#else
+        int8_t* code = blk.code;
+#endif
         if (src) {
-          gemm_block::decode<kType>(src, bs + b, blk);
+          const __m256i c = Codes<kType>(gemm_block::scales<kType>(src, bs + b, blk));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(code), c);
         } else {
           std::memset(&blk, 0, sizeof(blk));
+          std::memset(code, 0, 32);
         }
         for (int g = 0; g < kGroupsPerBlock; ++g) {
           const int64_t gi = (v * groups + b * kGroupsPerBlock + g) * kVecRows + i;
           tile.scale[gi] = blk.scale[g];
-          int32_t sum = 0;
-          for (int k = 0; k < kGroup; ++k) sum += blk.code[g * kGroup + k];
-          tile.corr[gi] = -128 * sum;
+          if constexpr (kBits == 8) {
+            int32_t sum = 0;
+            for (int k = 0; k < kGroup; ++k) sum += code[g * kGroup + k];
+            tile.corr[gi] = -128 * sum;
+          }
         }
         tile.min[(v * nb + b) * kVecRows + i] = blk.min;
+#if !SNAPKV_GEMM_VNNI
         if constexpr (kBits == 8) {
           for (int s = 0; s < 8; ++s) {
-            std::memcpy(tile.code + ((v * steps + b * 8 + s) * kVecRows + i) * 4, blk.code + 4 * s, 4);
+            std::memcpy(tile.code + ((v * steps + b * 8 + s) * kVecRows + i) * 4, code + 4 * s, 4);
           }
         } else {
           for (int s = 0; s < 16; ++s) {
-            const int16_t pair[2] = {blk.code[q16_slot(2 * s)], blk.code[q16_slot(2 * s + 1)]};
+            const int16_t pair[2] = {code[q16_slot(2 * s)], code[q16_slot(2 * s + 1)]};
             std::memcpy(tile.code + ((v * steps + b * 16 + s) * kVecRows + i) * 4, pair, 4);
           }
         }
+#endif
       }
     }
+#if SNAPKV_GEMM_VNNI
+    Transpose<kBits>(codes, nb, tile.code + v * steps * kVecRows * 4);
+#endif
   }
 }
 
-// y rows [r, r + n_rows) (n_rows <= kTileRows) of tokens t0 .. t0 + T, over the tile's columns
-// [k0, k0 + kc): accumulators from y (first: from zero), then every group of the chunk.
+// Where a pass's sums go. Between chunks, into the tile's running sums: token t's kTileRows floats
+// at part + t * kTileRows, contiguous (rows of y lie n_out floats apart, and at a power-of-two
+// n_out every token's row falls in the same few L2 sets and is evicted before the next chunk).
+// After the last chunk, into y's rows [r, r + n_rows) (n_rows <= kTileRows).
+struct Out {
+  float* part;
+  float* y;
+  int64_t n_out, r;
+  int n_rows;
+  bool first, last;
+};
+
+// Tokens t0 .. t0 + T over the tile's columns [k0, k0 + kc): the running sums (first: zeros), then
+// every group of the chunk.
 template <GgmlType kType, int kBits, int T>
 static void Kernel(const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t t0, int64_t k0, int64_t kc,
-                   float* y, int64_t n_out, int64_t r, int n_rows, bool first) {
-  using Code = std::conditional_t<kBits == 8, uint8_t, int16_t>;
+                   const Out& out) {
+  static_assert(kGemmPanel % kT == 0 && T <= kT, "a pass stays within one panel of the activations");
   constexpr int kGroup = gemm_block::group(kType);
   constexpr int kStepCols = kBits == 8 ? 4 : 2;
   constexpr int kStepsPerGroup = kGroup / kStepCols;
-  const Q8Activations& xr = x.rounded;
-  const int64_t n_in = xr.n_in, nb = n_in / 32;
+  const int64_t n_in = x.rounded.n_in, nb = n_in / 32;
   const int64_t steps = kc / kStepCols, groups = kc / kGroup;
-  const Code* xq[T];
-  const float* xd[T];  // d4 of the chunk's first block: one scale every 4 floats
-  const float* xs[T];
-  for (int t = 0; t < T; ++t) {
-    if constexpr (kBits == 8) xq[t] = x.u8.data() + (t0 + t) * n_in + k0;
-    else xq[t] = xr.q16.data() + (t0 + t) * n_in + k0;
-    xd[t] = xr.d4.data() + ((t0 + t) * nb + k0 / 32) * 4;
-    xs[t] = xr.sum4.data() + ((t0 + t) * nb + k0 / 32) * 4;
-  }
-  int rows[kVecs];
-  for (int v = 0; v < kVecs; ++v) rows[v] = static_cast<int>(std::clamp<int64_t>(n_rows - v * kVecRows, 0, kVecRows));
+  // Token t0 + t's 4 bytes of step s of the chunk at xq[(s * kGemmPanel + t) * 4]; block b's scale
+  // and d * sum at xd[b * kGemmPanel + t], xs[...].
+  const int64_t p = t0 / kGemmPanel, j0 = t0 % kGemmPanel;
+  const uint8_t* xq = x.codes.data() + ((p * (n_in / kStepCols) + k0 / kStepCols) * kGemmPanel + j0) * 4;
+  const float* xd = x.d.data() + (p * nb + k0 / 32) * kGemmPanel + j0;
+  const float* xs = x.dsum.data() + (p * nb + k0 / 32) * kGemmPanel + j0;
   VF acc[T][kVecs];
   for (int t = 0; t < T; ++t) {
     for (int v = 0; v < kVecs; ++v) {
-      acc[t][v] = first || rows[v] == 0 ? ZeroF() : LoadRows(y + (t0 + t) * n_out + r + v * kVecRows, rows[v]);
+      acc[t][v] = out.first ? ZeroF() : LoadF(out.part + (t0 + t) * kTileRows + v * kVecRows);
     }
   }
   for (int64_t g = 0; g < groups; ++g) {
@@ -201,9 +311,10 @@ static void Kernel(const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t 
       for (int t = 0; t < T; ++t) sum[t][v] = init;
     }
     const int8_t* code = tile.code + g * kStepsPerGroup * kVecRows * 4;
+    const uint8_t* xg = xq + g * kStepsPerGroup * kGemmPanel * 4;
 #if !SNAPKV_GEMM_VNNI
     if constexpr (kBits == 8) {  // two steps at a time (Dot8x2)
-      for (int s = 0; s < kStepsPerGroup; s += 2, code += 2 * kVecRows * 4) {
+      for (int s = 0; s < kStepsPerGroup; s += 2, code += 2 * kVecRows * 4, xg += 2 * kGemmPanel * 4) {
         VI w0[kVecs], w1[kVecs];
         for (int v = 0; v < kVecs; ++v) {
           w0[v] = LoadI(code + v * steps * kVecRows * 4);
@@ -211,20 +322,20 @@ static void Kernel(const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t 
         }
         for (int t = 0; t < T; ++t) {
           int32_t four0, four1;
-          std::memcpy(&four0, xq[t] + g * kGroup + s * kStepCols, 4);
-          std::memcpy(&four1, xq[t] + g * kGroup + (s + 1) * kStepCols, 4);
+          std::memcpy(&four0, xg + t * 4, 4);
+          std::memcpy(&four1, xg + (kGemmPanel + t) * 4, 4);
           const VI x0 = Broadcast32(four0), x1 = Broadcast32(four1);
           for (int v = 0; v < kVecs; ++v) sum[t][v] = Dot8x2(sum[t][v], x0, w0[v], x1, w1[v]);
         }
       }
     } else
 #endif
-    for (int s = 0; s < kStepsPerGroup; ++s, code += kVecRows * 4) {
+    for (int s = 0; s < kStepsPerGroup; ++s, code += kVecRows * 4, xg += kGemmPanel * 4) {
       VI wv[kVecs];
       for (int v = 0; v < kVecs; ++v) wv[v] = LoadI(code + v * steps * kVecRows * 4);
       for (int t = 0; t < T; ++t) {
         int32_t four;
-        std::memcpy(&four, xq[t] + g * kGroup + s * kStepCols, 4);
+        std::memcpy(&four, xg + t * 4, 4);
         const VI xv = Broadcast32(four);
         for (int v = 0; v < kVecs; ++v) sum[t][v] = kBits == 8 ? Dot8(sum[t][v], xv, wv[v]) : Dot16(sum[t][v], xv, wv[v]);
       }
@@ -233,20 +344,24 @@ static void Kernel(const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t 
     VF sc[kVecs];
     for (int v = 0; v < kVecs; ++v) sc[v] = LoadF(tile.scale + (v * groups + g) * kVecRows);
     for (int t = 0; t < T; ++t) {
-      const VF d = SetF(xd[t][b * 4]);
+      const VF d = SetF(xd[b * kGemmPanel + t]);
       for (int v = 0; v < kVecs; ++v) acc[t][v] = FmaF(ToF(sum[t][v]), MulF(sc[v], d), acc[t][v]);
     }
     if constexpr (gemm_block::has_min(kType)) {  // groups of 32: one per block
       for (int v = 0; v < kVecs; ++v) sc[v] = LoadF(tile.min + (v * groups + g) * kVecRows);
       for (int t = 0; t < T; ++t) {
-        const VF s = SetF(xs[t][b * 4] * 4.0f);
+        const VF s = SetF(xs[b * kGemmPanel + t]);
         for (int v = 0; v < kVecs; ++v) acc[t][v] = FmaF(sc[v], s, acc[t][v]);
       }
     }
   }
   for (int t = 0; t < T; ++t) {
     for (int v = 0; v < kVecs; ++v) {
-      if (rows[v] > 0) StoreRows(y + (t0 + t) * n_out + r + v * kVecRows, acc[t][v], rows[v]);
+      if (!out.last) {
+        StoreF(out.part + (t0 + t) * kTileRows + v * kVecRows, acc[t][v]);
+      } else if (const int n = out.n_rows - v * kVecRows; n > 0) {
+        StoreRows(out.y + (t0 + t) * out.n_out + out.r + v * kVecRows, acc[t][v], std::min(n, kVecRows));
+      }
     }
   }
 }
@@ -254,15 +369,16 @@ static void Kernel(const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t 
 // Kernel for the last n < kT tokens from t0.
 template <GgmlType kType, int kBits, int T = kT - 1>
 static void KernelTail(int n, const Tile<kBits>& tile, const GemmQ8Activations& x, int64_t t0, int64_t k0, int64_t kc,
-                       float* y, int64_t n_out, int64_t r, int n_rows, bool first) {
+                       const Out& out) {
   if constexpr (T >= 1) {
-    if (n == T) return Kernel<kType, kBits, T>(tile, x, t0, k0, kc, y, n_out, r, n_rows, first);
-    KernelTail<kType, kBits, T - 1>(n, tile, x, t0, k0, kc, y, n_out, r, n_rows, first);
+    if (n == T) return Kernel<kType, kBits, T>(tile, x, t0, k0, kc, out);
+    KernelTail<kType, kBits, T - 1>(n, tile, x, t0, k0, kc, out);
   }
 }
 
 template <GgmlType kType, int kBits>
-static void RowsTyped(const WeightMatrix& w, const GemmQ8Activations& x, float* y, int64_t r0, int64_t r1) {
+static void RowsTyped(const WeightMatrix& w, const GemmQ8Activations& x, float* y, int64_t r0, int64_t r1,
+                      float* part) {
   Tile<kBits> tile;
   const int64_t n_tok = x.rounded.n_tok, nb = w.n_in / 32;
   constexpr int64_t kChunkBlocks = kChunk<kBits> / 32;
@@ -272,23 +388,23 @@ static void RowsTyped(const WeightMatrix& w, const GemmQ8Activations& x, float* 
       const int64_t b1 = std::min(nb, b0 + kChunkBlocks);
       Unpack<kType, kBits>(w, r, r + n_rows, b0, b1, tile);
       const int64_t k0 = b0 * 32, kc = (b1 - b0) * 32;
+      const Out out{part, y, w.n_out, r, n_rows, b0 == 0, b1 == nb};
       int64_t t = 0;
-      for (; t + kT <= n_tok; t += kT) Kernel<kType, kBits, kT>(tile, x, t, k0, kc, y, w.n_out, r, n_rows, b0 == 0);
-      if (t < n_tok) {
-        KernelTail<kType, kBits>(static_cast<int>(n_tok - t), tile, x, t, k0, kc, y, w.n_out, r, n_rows, b0 == 0);
-      }
+      for (; t + kT <= n_tok; t += kT) Kernel<kType, kBits, kT>(tile, x, t, k0, kc, out);
+      if (t < n_tok) KernelTail<kType, kBits>(static_cast<int>(n_tok - t), tile, x, t, k0, kc, out);
     }
   }
 }
 
-void Rows(const WeightMatrix& w, const GemmQ8Activations& x, float* y, int64_t r0, int64_t r1) {
+// part: room for the running sums of n_tok tokens x kTileRows rows.
+void Rows(const WeightMatrix& w, const GemmQ8Activations& x, float* y, int64_t r0, int64_t r1, float* part) {
   gemm_block::with_type(w.type, [&](auto type) {
     if (x.rounded.bits == 8) {
       if constexpr (SNAPKV_GEMM_VNNI || decltype(type)::value != GgmlType::Q8_0) {
-        RowsTyped<decltype(type)::value, 8>(w, x, y, r0, r1);
+        RowsTyped<decltype(type)::value, 8>(w, x, y, r0, r1, part);
       }
     } else {
-      RowsTyped<decltype(type)::value, 16>(w, x, y, r0, r1);
+      RowsTyped<decltype(type)::value, 16>(w, x, y, r0, r1, part);
     }
   });
 }

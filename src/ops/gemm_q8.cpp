@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/dequant.h"
@@ -37,17 +38,36 @@ int gemm_q8_bits(MatmulActivations act, const WeightMatrix& w) {
 void gemm_q8_quantize(const float* x, int64_t n_in, int64_t n_tok, int bits, GemmQ8Activations& out, ThreadPool& pool,
                       Q8Kernel k) {
   q8_resize(out.rounded, n_in, n_tok, bits);
-  out.u8.resize(bits == 8 ? static_cast<size_t>(n_in * n_tok) : 0);
+  const int64_t n_pad = (n_tok + kGemmPanel - 1) / kGemmPanel * kGemmPanel, nb = n_in / 32;
+  const int64_t step_cols = 32 / bits, steps = n_in / step_cols;
+  out.codes.resize(static_cast<size_t>(n_pad * n_in * bits / 8));
+  out.d.resize(static_cast<size_t>(n_pad * nb));
+  out.dsum.resize(out.d.size());
   run_split(pool, n_in * n_tok * 8, [&](int ith, int nth) {
     int64_t i0, i1;  // whole pairs of blocks, as quantize_q8_columns wants
     split_rows(n_in, 2 * kQ8Block, ith, nth, &i0, &i1);
     if (i0 >= i1) return;
     quantize_q8_columns(x, i0, i1, out.rounded, k);
-    if (bits != 8) return;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      const int8_t* q = out.rounded.q.data() + t * n_in;
-      uint8_t* u = out.u8.data() + t * n_in;
-      for (int64_t i = i0; i < i1; ++i) u[i] = static_cast<uint8_t>(q[i] ^ 0x80);  // q + 128
+    const Q8Activations& r = out.rounded;
+    for (int64_t t = 0; t < n_pad; ++t) {
+      const int64_t p = t / kGemmPanel, j = t % kGemmPanel;
+      for (int64_t s = i0 / step_cols; s < i1 / step_cols; ++s) {
+        uint8_t* dst = out.codes.data() + ((p * steps + s) * kGemmPanel + j) * 4;
+        if (t >= n_tok) {
+          std::memset(dst, 0, 4);
+        } else if (bits == 8) {
+          const int8_t* q = r.q.data() + t * n_in + s * 4;
+          for (int i = 0; i < 4; ++i) dst[i] = static_cast<uint8_t>(q[i] ^ 0x80);  // q + 128
+        } else {
+          std::memcpy(dst, r.q16.data() + t * n_in + s * 2, 4);
+        }
+      }
+      for (int64_t b = i0 / 32; b < i1 / 32; ++b) {
+        const auto at = static_cast<size_t>((p * nb + b) * kGemmPanel + j);
+        const auto from = static_cast<size_t>((t * nb + b) * 4);
+        out.d[at] = t < n_tok ? r.d4[from] : 0.0f;
+        out.dsum[at] = t < n_tok ? r.sum4[from] * 4.0f : 0.0f;
+      }
     }
   });
 }

@@ -37,13 +37,25 @@ bool gemm_q8_supports(GgmlType type, int bits, Q8Kernel k = q8_best_kernel());
 // 16 bits the AVX2 one.
 int gemm_q8_bits(MatmulActivations act, const WeightMatrix& w);
 
-// Activations rounded for the GEMM: quantize_q8's codes, scales and sums, and for 8 bits the codes
-// plus 128 as bytes, [n_tok][n_in]: vpdpbusd multiplies unsigned bytes by signed ones, and the
-// weight codes are the signed side (Q8_0's reach -128); the 128 * sum of the weight codes this
-// adds is taken off per group.
+// Tokens per panel of GemmQ8Activations; the SIMD kernels take 6 (AVX-512) or 2 (AVX2) tokens a
+// pass, always within one panel.
+constexpr int64_t kGemmPanel = 6;
+
+// Activations rounded for the GEMM: quantize_q8's codes, scales and sums (what the scalar kernel
+// and the reference read), and the same again in the order the SIMD kernels read them. A pass over
+// a few tokens then reads one contiguous stream, where rows of tokens n_in codes apart would be
+// one stream per token, all in the same L1 sets (measured: the kernels ran 1.3-1.8x slower so).
+// Tokens go in panels of kGemmPanel, the last one padded with zeros; columns in steps of 4 bytes:
+// with 8 bits 4 codes plus 128 (vpdpbusd multiplies unsigned bytes by signed ones, and the weight
+// codes are the signed side, as Q8_0's reach -128; the 128 * sum of the weight codes this adds is
+// taken off per group), with 16 bits 2 codes in q16 order. Token j of panel p, step s:
+// codes[((p * steps + s) * kGemmPanel + j) * 4], steps = n_in * bits / 32; per block b of 32
+// columns, d[(p * n_in / 32 + b) * kGemmPanel + j] is its scale and dsum[...] d * the sum of its
+// codes.
 struct GemmQ8Activations {
   Q8Activations rounded;
-  std::vector<uint8_t> u8;
+  std::vector<uint8_t> codes;
+  std::vector<float> d, dsum;
 };
 
 // Rounds x ([n_tok][n_in] f32) to `bits` bits into out (reusing its storage), with kernel k's
@@ -64,8 +76,9 @@ void gemm_q8_reference(const WeightMatrix& w, const Q8Activations& x, float* y);
 // matmul_many for n_tok > kMatmulDecodeMaxTokens with the activations rounded to `bits` bits;
 // every job must satisfy gemm_q8_supports with the best kernel (checked by the caller,
 // matmul.cpp). Rounds x with the pool's threads into a buffer the calling thread keeps between
-// calls (about 4 bytes per activation), then hands out tiles of 64 rows of every job as the f32
-// prefill does; each thread unpacks its weights on its stack (about 26 KiB).
+// calls (4-6 bytes per activation), then hands out tiles of 64 rows of every job as the f32
+// prefill does; each thread unpacks its weights on its stack (about 40 KiB) and keeps running sums
+// of 128 bytes per token.
 void gemm_q8_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok, ThreadPool& pool, int bits);
 
 }  // namespace snapkv

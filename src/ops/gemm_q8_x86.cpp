@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "ops/gemm_q8_blocks.h"
 #include "ops/rows8.h"
@@ -50,10 +51,14 @@ namespace gemm_vnni {
 #endif
 
 void gemm_q8_x86_rows(bool vnni, const WeightMatrix& w, const GemmQ8Activations& x, float* y, int64_t r0, int64_t r1) {
+  // The tile's running sums (gemm_q8-inl.h, Out), this thread's, reused from call to call; 32
+  // rows a token fit either kernel's tile.
+  thread_local std::vector<float> part;
+  part.resize(std::max(part.size(), static_cast<size_t>(x.rounded.n_tok * 32)));
   if (vnni) {
-    gemm_vnni::Rows(w, x, y, r0, r1);
+    gemm_vnni::Rows(w, x, y, r0, r1, part.data());
   } else {
-    gemm_avx2::Rows(w, x, y, r0, r1);
+    gemm_avx2::Rows(w, x, y, r0, r1, part.data());
   }
 }
 
