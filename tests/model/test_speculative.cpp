@@ -8,11 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 
 #include "engine/generate.h"
-#include "ops/attention.h"
 #include "reference_model.h"
+#include "same_cache.h"
 #include "snapkv/tokenizer.h"
 #include "util/error.h"
 
@@ -104,28 +103,6 @@ PressConfig press(const std::string& name, GqaReduce gqa = GqaReduce::kMean, int
   return c;
 }
 
-// Entries of every layer and stored head: their positions, and keys and values within tol.
-void expect_same_cache(const KvCache& a, const KvCache& b, const std::string& what) {
-  ASSERT_EQ(a.n_layer(), b.n_layer());
-  std::vector<float> ra(static_cast<size_t>(a.head_dim())), rb(ra.size());
-  for (int il = 0; il < a.n_layer(); ++il) {
-    const auto la = a.layer(il), lb = b.layer(il);
-    for (size_t h = 0; h < la.size(); ++h) {
-      ASSERT_EQ(std::vector<int32_t>(la[h].pos, la[h].pos + la[h].n), std::vector<int32_t>(lb[h].pos, lb[h].pos + lb[h].n))
-          << what << ": layer " << il << " head " << h;
-      for (int64_t j = 0; j < la[h].n; ++j) {
-        for (const auto& [pa, pb] : {std::pair{la[h].k, lb[h].k}, std::pair{la[h].v, lb[h].v}}) {
-          kv_row_to_f32(a.type(), pa, j, a.head_dim(), ra.data());
-          kv_row_to_f32(b.type(), pb, j, b.head_dim(), rb.data());
-          for (size_t i = 0; i < ra.size(); ++i) {
-            ASSERT_NEAR(ra[i], rb[i], 2e-2f + 1e-2f * std::abs(rb[i])) << what << ": layer " << il << " head " << h;
-          }
-        }
-      }
-    }
-  }
-}
-
 TEST(Speculative, GreedyTokensCacheAndWindowEqualDecodingOneTokenAtATime) {
   const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
@@ -149,7 +126,7 @@ TEST(Speculative, GreedyTokensCacheAndWindowEqualDecodingOneTokenAtATime) {
     EXPECT_LT(b.st.n_passes, kTokens - 1) << pc.describe();
     EXPECT_EQ(b.st.n_decoded, a.st.n_decoded) << pc.describe();
     ASSERT_EQ(spec.tokens(), plain.tokens()) << pc.describe();
-    expect_same_cache(spec.kv(), plain.kv(), pc.describe());
+    test::expect_same_cache(spec.kv(), plain.kv(), pc.describe());
     const std::vector<WindowQueries> wa = plain.windows(), wb = spec.windows();
     ASSERT_EQ(wa.size(), wb.size());
     for (size_t il = 0; il < wa.size(); ++il) {
@@ -190,7 +167,7 @@ TEST(Speculative, StopsWhereDecodingStopsAndRefusesWhatItCannotDo) {
   const Generated d = generate_greedy(tova_spec, prompt, 16, SpecMode::kPromptLookup, 8);
   EXPECT_EQ(d.ids, c.ids);
   EXPECT_EQ(d.st.n_drafted, 0);
-  expect_same_cache(tova_spec.kv(), tova_plain.kv(), "tova+recompress=1");
+  test::expect_same_cache(tova_spec.kv(), tova_plain.kv(), "tova+recompress=1");
 }
 
 }  // namespace
