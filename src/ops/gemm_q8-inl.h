@@ -216,14 +216,14 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
       const uint8_t* src = nullptr;
       int64_t bs = b0;  // src's block index of block b0
       if (row < r_end) {
-        if constexpr (kType == GgmlType::Q4_0 || kType == GgmlType::Q4_1 || kType == GgmlType::Q8_0) {
-          if (w.rows8) {
-            gather_row8(w, row, b0, b1, gathered);
-            src = gathered;
-            bs = 0;
-          }
+        if (w.rows8) {  // the type's blocks holding [b0, b1): 8 of ours in a K-quant's
+          constexpr int64_t kPer = gemm_block::per_type_block(kType);
+          gather_row8(w, row, b0 / kPer, (b1 + kPer - 1) / kPer, gathered);
+          src = gathered;
+          bs = b0 % kPer;
+        } else {
+          src = w.data + static_cast<size_t>(row) * w.row_bytes;
         }
-        if (!src) src = w.data + static_cast<size_t>(row) * w.row_bytes;
       }
       for (int64_t b = 0; b < nb; ++b) {
         gemm_block::Block blk;  // its scales and min; the codes go to code

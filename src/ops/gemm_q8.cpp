@@ -48,25 +48,37 @@ void gemm_q8_quantize(const float* x, int64_t n_in, int64_t n_tok, int bits, Gem
     split_rows(n_in, 2 * kQ8Block, ith, nth, &i0, &i1);
     if (i0 >= i1) return;
     quantize_q8_columns(x, i0, i1, out.rounded, k);
+    // Each panel's tokens side by side, 4 bytes of a step at a time (8 bits: plus 128 in each
+    // byte); the padding tokens' codes and scales are zeros.
     const Q8Activations& r = out.rounded;
-    for (int64_t t = 0; t < n_pad; ++t) {
-      const int64_t p = t / kGemmPanel, j = t % kGemmPanel;
-      for (int64_t s = i0 / step_cols; s < i1 / step_cols; ++s) {
-        uint8_t* dst = out.codes.data() + ((p * steps + s) * kGemmPanel + j) * 4;
-        if (t >= n_tok) {
-          std::memset(dst, 0, 4);
-        } else if (bits == 8) {
-          const int8_t* q = r.q.data() + t * n_in + s * 4;
-          for (int i = 0; i < 4; ++i) dst[i] = static_cast<uint8_t>(q[i] ^ 0x80);  // q + 128
-        } else {
-          std::memcpy(dst, r.q16.data() + t * n_in + s * 2, 4);
+    const int64_t s0 = i0 / step_cols, s1 = i1 / step_cols;
+    for (int64_t p = 0; p * kGemmPanel < n_tok; ++p) {
+      const int64_t n = std::min(kGemmPanel, n_tok - p * kGemmPanel);
+      const uint8_t* src[kGemmPanel];
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t t = p * kGemmPanel + j;
+        src[j] = bits == 8 ? reinterpret_cast<const uint8_t*>(r.q.data() + t * n_in)
+                           : reinterpret_cast<const uint8_t*>(r.q16.data() + t * n_in);
+      }
+      const uint32_t flip = bits == 8 ? 0x80808080u : 0;
+      uint8_t* dst = out.codes.data() + (p * steps + s0) * kGemmPanel * 4;
+      for (int64_t s = s0; s < s1; ++s) {
+        for (int64_t j = 0; j < kGemmPanel; ++j, dst += 4) {
+          uint32_t four = 0;
+          if (j < n) {
+            std::memcpy(&four, src[j] + s * 4, 4);
+            four ^= flip;
+          }
+          std::memcpy(dst, &four, 4);
         }
       }
       for (int64_t b = i0 / 32; b < i1 / 32; ++b) {
-        const auto at = static_cast<size_t>((p * nb + b) * kGemmPanel + j);
-        const auto from = static_cast<size_t>((t * nb + b) * 4);
-        out.d[at] = t < n_tok ? r.d4[from] : 0.0f;
-        out.dsum[at] = t < n_tok ? r.sum4[from] * 4.0f : 0.0f;
+        for (int64_t j = 0; j < kGemmPanel; ++j) {
+          const auto at = static_cast<size_t>((p * nb + b) * kGemmPanel + j);
+          const auto from = static_cast<size_t>(((p * kGemmPanel + j) * nb + b) * 4);
+          out.d[at] = j < n ? r.d4[from] : 0.0f;
+          out.dsum[at] = j < n ? r.sum4[from] * 4.0f : 0.0f;
+        }
       }
     }
   });

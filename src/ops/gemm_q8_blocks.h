@@ -21,6 +21,10 @@ struct Block {
 
 // Weights per scale: 16 for Q6_K, 32 for the others.
 constexpr int group(GgmlType type) { return type == GgmlType::Q6_K ? 16 : 32; }
+// Our blocks of 32 per block of the GGUF type: 8 in a K-quant's super-block of 256.
+constexpr int64_t per_type_block(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? 8 : 1;
+}
 constexpr bool has_min(GgmlType type) {
   return type == GgmlType::Q4_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K;
 }
