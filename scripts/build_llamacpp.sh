@@ -2,7 +2,7 @@
 # Native llama.cpp tools (llama-bench, llama-quantize, llama-server, llama-cli), the peer of the
 # speed comparison (docs/performance.md). The source is the llama.cpp that llama-cpp-python vendors,
 # so the native peer and the llama-cpp-python contender of the other benches are the same code.
-# Built for this CPU (GGML_NATIVE), OpenMP as llama.cpp defaults, statically linked so the cached
+# Built for this CPU (GGML_NATIVE; without AMX where the CPU has it, see below), OpenMP as llama.cpp defaults, statically linked so the cached
 # binaries do not depend on the build tree. Not part of CI: the first run takes 10+ minutes on 2 cores.
 #
 #   bash scripts/build_llamacpp.sh            # prints the bin dir on its last line
@@ -62,10 +62,22 @@ SHORT="${COMMIT:0:7}"
 LLAMA_VERSION="$(sed -n 's/^set(LLAMA_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)).*/\2/p' \
   "$TREE/vendor/llama.cpp/CMakeLists.txt" | paste -sd.)"
 
+# For this CPU, except AMX: llama.cpp's AMX matmul crashes on the Xeon VMs here (SIGSEGV in
+# ggml_backend_amx_mul_mat on the first batch), so where the CPU has AMX its other instruction sets
+# are named one by one instead of -march=native.
+ARCH=(-DGGML_NATIVE=ON)
+if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+  has() { if grep -qw "$1" /proc/cpuinfo; then echo ON; else echo OFF; fi; }
+  ARCH=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+    -DGGML_AVX512=ON "-DGGML_AVX512_VBMI=$(has avx512vbmi)" "-DGGML_AVX512_VNNI=$(has avx512_vnni)"
+    "-DGGML_AVX512_BF16=$(has avx512_bf16)" "-DGGML_AVX_VNNI=$(has avx_vnni)"
+    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+fi
+
 BUILD="$ROOT/build"
 cmake -S "$TREE/vendor/llama.cpp" -B "$BUILD" "${GENERATOR[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=ON \
+  "${ARCH[@]}" \
   -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -81,6 +93,6 @@ for t in "${TOOLS[@]}"; do
   fi
   install -m 755 "$src" "$BIN/$t"
 done
-echo "llama.cpp $LLAMA_VERSION commit $COMMIT (llama-cpp-python $VERSION vendor/llama.cpp)" >"$BIN/VERSION"
+echo "llama.cpp $LLAMA_VERSION commit $COMMIT (llama-cpp-python $VERSION vendor/llama.cpp; ${ARCH[*]})" >"$BIN/VERSION"
 echo "built: $(cat "$BIN/VERSION")" >&2
 echo "$BIN"
