@@ -206,7 +206,12 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
   constexpr int kStepCols = kBits == 8 ? 4 : 2;
   const int64_t nb = b1 - b0;
   const int64_t steps = nb * 32 / kStepCols, groups = nb * kGroupsPerBlock;
-  uint8_t gathered[kChunk<8> / 32 * kRows8MaxBlockBytes];
+  // With an interleaved copy, a group of 8 rows of the chunk in the GGUF layout (gather_rows8);
+  // Q8_0 has the most bytes per 32 weights, 34.
+  constexpr int64_t kPer = gemm_block::per_type_block(kType);
+  const int64_t t0 = b0 / kPer, t1 = (b1 + kPer - 1) / kPer;  // the type's blocks holding [b0, b1)
+  const size_t gathered_row = static_cast<size_t>(t1 - t0) * ggml_type_info(kType).block_bytes;
+  uint8_t gathered[8 * kChunk<8> / 32 * 34];
 #if SNAPKV_GEMM_VNNI
   alignas(64) int8_t codes[kVecRows][kChunk<kBits>];  // a vector's rows, then transposed (Transpose)
 #endif
@@ -216,11 +221,10 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
       const uint8_t* src = nullptr;
       int64_t bs = b0;  // src's block index of block b0
       if (row < r_end) {
-        if (w.rows8) {  // the type's blocks holding [b0, b1): 8 of ours in a K-quant's
-          constexpr int64_t kPer = gemm_block::per_type_block(kType);
-          gather_row8(w, row, b0 / kPer, (b1 + kPer - 1) / kPer, gathered);
-          src = gathered;
-          bs = b0 % kPer;
+        if (w.rows8) {
+          if (row % 8 == 0) gather_rows8(w, row / 8, t0, t1, gathered);
+          src = gathered + (row % 8) * gathered_row;
+          bs = b0 - t0 * kPer;
         } else {
           src = w.data + static_cast<size_t>(row) * w.row_bytes;
         }

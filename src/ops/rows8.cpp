@@ -83,6 +83,18 @@ void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uin
   }
 }
 
+void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint8_t* dst) {
+  const Layout l(w);
+  const int64_t row_bytes = (b1 - b0) * l.block;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* in = w.rows8 + l.group_block(g, b);
+    for (int64_t r = 0; r < 8; ++r) {
+      uint8_t* out = dst + r * row_bytes + (b - b0) * l.block;
+      l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) { std::memcpy(out + in_row, in + in_group, n); });
+    }
+  }
+}
+
 const uint8_t* gguf_row(const WeightMatrix& w, int64_t row, uint8_t* scratch) {
   if (!w.rows8) return w.data + static_cast<size_t>(row) * w.row_bytes;
   gather_row8(w, row, 0, w.n_in / ggml_type_info(w.type).block_elems, scratch);

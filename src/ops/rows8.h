@@ -51,6 +51,10 @@ AlignedVector<uint8_t> interleave_rows8(const WeightMatrix& w);
 inline constexpr int64_t kRows8MaxBlockBytes = 210;  // Q6_K's
 void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uint8_t* dst);
 
+// The same for the 8 rows 8g .. 8g + 7 at once, one after another in dst (8 x (b1 - b0) x the
+// block bytes): what the prefill GEMM reads, a group at a time. Unchecked.
+void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint8_t* dst);
+
 // Row `row` of w in the GGUF layout: in w.data, or when w.rows8 is set gathered from it into
 // `scratch` (w.row_bytes).
 const uint8_t* gguf_row(const WeightMatrix& w, int64_t row, uint8_t* scratch);
