@@ -134,10 +134,10 @@ static inline __m256i Codes(const gemm_block::CodeBytes& c) {
 }
 
 #if SNAPKV_GEMM_VNNI
-// 16 x 16 32-bit elements: r[i] holds element j of row i in lane j; afterwards r[j] holds element
-// j of every row, row i in lane i. Four rounds of 16 shuffles.
-// (The zero-masked forms: GCC 12 warns that the plain ones' undefined source may be used.)
-static inline void Transpose16(VI r[16]) {
+// kVecRows x kVecRows 32-bit elements: r[i] holds element j of row i in lane j; afterwards r[j]
+// holds element j of every row, row i in lane i. Four rounds of 16 shuffles (the zero-masked
+// forms: GCC 12 warns that the plain ones' undefined source may be used).
+static inline void TransposeRows(VI r[kVecRows]) {
   VI t[16];
   for (int i = 0; i < 16; i += 2) {  // lanes of 128 bits: a0 b0 a1 b1 and a2 b2 a3 b3
     t[i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[i], r[i + 1]);
@@ -161,42 +161,59 @@ static inline void Transpose16(VI r[16]) {
   }
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
-
-// Writes the tile's codes of one vector of rows from codes[i] (row i's codes of blocks 0 .. nb, as
-// int8) to dst, in Tile's layout: each 16 steps (one block's 2-column steps with 16 bits, two
-// blocks' 4-column steps with 8 bits) are one Transpose16 of the rows' 64 bytes. With 16 bits each
-// code widens to 16 bits and each 4 swap their middle two (q16_slot). With 8 bits an odd last
-// block goes one row at a time.
-template <int kBits>
-static void Transpose(const int8_t (*codes)[kChunk<kBits>], int64_t nb, int8_t* dst) {
-  if constexpr (kBits == 16) {
-    const __m256i slots = _mm256_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15,  //
-                                           0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
-    for (int64_t b = 0; b < nb; ++b) {
-      VI r[16];
-      for (int i = 0; i < 16; ++i) {
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[i] + b * 32));
-        r[i] = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(c, slots));
-      }
-      Transpose16(r);
-      for (int s = 0; s < 16; ++s) _mm512_storeu_si512(dst + (b * 16 + s) * 64, r[s]);
-    }
-  } else {
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      VI r[16];
-      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(codes[i] + b * 32);
-      Transpose16(r);
-      for (int s = 0; s < 16; ++s) _mm512_storeu_si512(dst + (b * 8 + s) * 64, r[s]);
-    }
-    for (; b < nb; ++b) {
-      for (int i = 0; i < 16; ++i) {
-        for (int s = 0; s < 8; ++s) std::memcpy(dst + ((b * 8 + s) * 16 + i) * 4, codes[i] + b * 32 + 4 * s, 4);
-      }
-    }
+#else
+// The same for 8 x 8: three rounds of 8 shuffles.
+static inline void TransposeRows(VI r[kVecRows]) {
+  VI t[8];
+  for (int i = 0; i < 8; i += 2) {  // lanes of 128 bits: a0 b0 a1 b1 and a2 b2 a3 b3
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
   }
+  for (int i = 0; i < 8; i += 4) {  // r[i + k], lane l: rows i .. i + 3 of element 4 l + k
+    r[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {  // lane 0 of r[k] and r[4 + k], then lane 1 of each
+    t[k] = _mm256_permute2x128_si256(r[k], r[4 + k], 0x20);
+    t[4 + k] = _mm256_permute2x128_si256(r[k], r[4 + k], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) r[i] = t[i];
 }
 #endif
+
+// A row's codes of one block as the tile's steps want them, into out: with 8 bits the 32 codes,
+// with 16 bits widened to 16 bits, each 4 in q16 order (the middle two swapped, q16_slot).
+template <int kBits>
+static inline void StepCodes(__m256i c, int8_t* out) {
+  if constexpr (kBits == 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), c);
+  } else {
+    const __m256i slots = _mm256_setr_epi8(0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15,  //
+                                           0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15);
+    const __m256i s = _mm256_shuffle_epi8(c, slots);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(s)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(s, 1)));
+  }
+}
+
+// Writes the tile's codes of one vector of rows to dst in Tile's layout, from rows[i] (row i's
+// steps, 4 bytes each, StepCodes): each kVecRows steps of the vector's rows are one TransposeRows;
+// steps left over (8-bit steps of an odd last block, with 16 rows a vector) go one row at a time.
+template <int kBits>
+static void Transpose(const int8_t (*rows)[kChunk<kBits> * kBits / 8], int64_t steps, int8_t* dst) {
+  int64_t s = 0;
+  for (; s + kVecRows <= steps; s += kVecRows) {
+    VI r[kVecRows];
+    for (int i = 0; i < kVecRows; ++i) r[i] = LoadI(rows[i] + s * 4);
+    TransposeRows(r);
+    for (int k = 0; k < kVecRows; ++k) std::memcpy(dst + (s + k) * kVecRows * 4, &r[k], sizeof(VI));
+  }
+  for (; s < steps; ++s) {
+    for (int i = 0; i < kVecRows; ++i) std::memcpy(dst + (s * kVecRows + i) * 4, rows[i] + s * 4, 4);
+  }
+}
 
 // Unpacks rows [r, r + kTileRows) (those below r_end; zeros for the others) x blocks [b0, b1) of w.
 template <GgmlType kType, int kBits>
@@ -209,12 +226,10 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
   // With an interleaved copy, a group of 8 rows of the chunk in the GGUF layout (gather_rows8);
   // Q8_0 has the most bytes per 32 weights, 34.
   constexpr int64_t kPer = gemm_block::per_type_block(kType);
-  const int64_t t0 = b0 / kPer, t1 = (b1 + kPer - 1) / kPer;  // the type's blocks holding [b0, b1)
-  const size_t gathered_row = static_cast<size_t>(t1 - t0) * ggml_type_info(kType).block_bytes;
+  const int64_t tb0 = b0 / kPer, tb1 = (b1 + kPer - 1) / kPer;  // the type's blocks holding [b0, b1)
+  const size_t gathered_row = static_cast<size_t>(tb1 - tb0) * ggml_type_info(kType).block_bytes;
   uint8_t gathered[8 * kChunk<8> / 32 * 34];
-#if SNAPKV_GEMM_VNNI
-  alignas(64) int8_t codes[kVecRows][kChunk<kBits>];  // a vector's rows, then transposed (Transpose)
-#endif
+  alignas(64) int8_t rows[kVecRows][kChunk<kBits> * kBits / 8];  // a vector's rows' steps (StepCodes)
   for (int v = 0; v < kVecs; ++v) {
     for (int i = 0; i < kVecRows; ++i) {
       const int64_t row = r + v * kVecRows + i;
@@ -222,26 +237,21 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
       int64_t bs = b0;  // src's block index of block b0
       if (row < r_end) {
         if (w.rows8) {
-          if (row % 8 == 0) gather_rows8(w, row / 8, t0, t1, gathered);
+          if (row % 8 == 0) gather_rows8(w, row / 8, tb0, tb1, gathered);
           src = gathered + (row % 8) * gathered_row;
-          bs = b0 - t0 * kPer;
+          bs = b0 - tb0 * kPer;
         } else {
           src = w.data + static_cast<size_t>(row) * w.row_bytes;
         }
       }
       for (int64_t b = 0; b < nb; ++b) {
-        gemm_block::Block blk;  // its scales and min; the codes go to code
-#if SNAPKV_GEMM_VNNI
-        int8_t* code = codes[i] + b * 32;
-#else
-        int8_t* code = blk.code;
-#endif
+        gemm_block::Block blk;  // its scales and min; the codes go to rows[i]
+        int8_t* code = rows[i] + b * 32 * kBits / 8;
         if (src) {
-          const __m256i c = Codes<kType>(gemm_block::scales<kType>(src, bs + b, blk));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(code), c);
+          StepCodes<kBits>(Codes<kType>(gemm_block::scales<kType>(src, bs + b, blk)), code);
         } else {
           std::memset(&blk, 0, sizeof(blk));
-          std::memset(code, 0, 32);
+          std::memset(code, 0, 32 * kBits / 8);
         }
         for (int g = 0; g < kGroupsPerBlock; ++g) {
           const int64_t gi = (v * groups + b * kGroupsPerBlock + g) * kVecRows + i;
@@ -253,23 +263,9 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
           }
         }
         tile.min[(v * nb + b) * kVecRows + i] = blk.min;
-#if !SNAPKV_GEMM_VNNI
-        if constexpr (kBits == 8) {
-          for (int s = 0; s < 8; ++s) {
-            std::memcpy(tile.code + ((v * steps + b * 8 + s) * kVecRows + i) * 4, code + 4 * s, 4);
-          }
-        } else {
-          for (int s = 0; s < 16; ++s) {
-            const int16_t pair[2] = {code[q16_slot(2 * s)], code[q16_slot(2 * s + 1)]};
-            std::memcpy(tile.code + ((v * steps + b * 16 + s) * kVecRows + i) * 4, pair, 4);
-          }
-        }
-#endif
       }
     }
-#if SNAPKV_GEMM_VNNI
-    Transpose<kBits>(codes, nb, tile.code + v * steps * kVecRows * 4);
-#endif
+    Transpose<kBits>(rows, steps, tile.code + v * steps * kVecRows * 4);
   }
 }
 
