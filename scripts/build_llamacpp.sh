@@ -2,8 +2,9 @@
 # Native llama.cpp tools (llama-bench, llama-quantize, llama-server, llama-cli), the peer of the
 # speed comparison (docs/performance.md). The source is the llama.cpp that llama-cpp-python vendors,
 # so the native peer and the llama-cpp-python contender of the other benches are the same code.
-# Built for this CPU (GGML_NATIVE; without AMX where the CPU has it, see below), OpenMP as llama.cpp defaults, statically linked so the cached
-# binaries do not depend on the build tree. Not part of CI: the first run takes 10+ minutes on 2 cores.
+# Built for this CPU (GGML_NATIVE; without AMX where the CPU has it, see below), OpenMP as llama.cpp
+# defaults, statically linked so the cached binaries do not depend on the build tree. Not part of
+# CI: the first run takes 10+ minutes on 2 cores.
 #
 #   bash scripts/build_llamacpp.sh            # prints the bin dir on its last line
 #
