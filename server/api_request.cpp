@@ -219,9 +219,9 @@ PressConfig press_of(const json& body, const PressConfig& def) {
   return p;
 }
 
-// speculation: {"mode": "prompt-lookup" | "none", "k", "ngram_max", "ngram_min"} over the
-// server's defaults.
-SpeculationParams speculation_of(const json& body, const SpeculationParams& def) {
+// speculation: {"mode": "prompt-lookup" | "draft" | "none", "k", "ngram_max", "ngram_min"} over
+// the server's defaults; "draft" where the server has a draft model.
+SpeculationParams speculation_of(const json& body, const SpeculationParams& def, bool has_draft) {
   const json* v = field(body, "speculation");
   if (!v) return def;
   const std::string pre = "speculation.";
@@ -234,9 +234,11 @@ SpeculationParams speculation_of(const json& body, const SpeculationParams& def)
   SpeculationParams p = def;
   if (const json* mode = field(*v, "mode")) {
     const std::string name = string_of(*mode, pre + "mode");
-    if (name == "draft") bad_request(pre + "mode", "speculation with a draft model is not served (prompt-lookup is)");
-    if (name != "prompt-lookup" && name != "none") {
-      bad_request(pre + "mode", fmt::format("'{}mode' must be prompt-lookup or none, got '{}'", pre, name));
+    if (name == "draft" && !has_draft) {
+      bad_request(pre + "mode", "speculation with a draft model: this server has none (serve --draft-model FILE)");
+    }
+    if (name != "prompt-lookup" && name != "draft" && name != "none") {
+      bad_request(pre + "mode", fmt::format("'{}mode' must be prompt-lookup, draft or none, got '{}'", pre, name));
     }
     p.mode = parse_spec_mode(name);
   }
@@ -304,7 +306,7 @@ ApiRequest parse_request(const json& body, bool chat, const RequestDefaults& d) 
   }
   r.timeout_s = number_in(body, "timeout", 0.001, 24 * 3600, d.timeout_s);
   r.press = press_of(body, d.press);
-  r.params.speculation = speculation_of(body, d.speculation);
+  r.params.speculation = speculation_of(body, d.speculation, d.draft_model);
   return r;
 }
 

@@ -40,7 +40,8 @@ struct RequestDefaults {
   int max_tokens = 512;          // when the request gives none
   double timeout_s = 600;        // when the request gives none
   PressConfig press;             // the server's compression, overlaid by kv_compression
-  SpeculationParams speculation; // the server's speculation (prompt lookup or none), overlaid by speculation
+  SpeculationParams speculation; // the server's speculation, overlaid by speculation
+  bool draft_model = false;      // whether the server has a draft model (speculation "draft")
   // Sampling fields a request leaves out (serve: the model's recommended sampling or llama.cpp's
   // server defaults). The seed is never a default: without one each request draws its own.
   SamplingParams sampling;

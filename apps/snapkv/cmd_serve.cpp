@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli_error.h"
@@ -56,9 +57,6 @@ int serve(ServeOptions& o, const CLI::App* app) {
   o.sched.kv_type = so.kv_type;
   o.http.defaults.press = so.press;
   o.http.defaults.speculation = o.spec.params();
-  if (o.http.defaults.speculation.mode == SpecMode::kDraft) {
-    fail(ErrorKind::kInvalidArgument, "the server does not serve a draft model; use --spec prompt-lookup");
-  }
   if (const std::string err = o.sched.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (o.http.defaults.max_tokens < 0) fail(ErrorKind::kInvalidArgument, "--max-tokens must be >= 0");
   if (!(o.http.defaults.timeout_s > 0)) fail(ErrorKind::kInvalidArgument, "--timeout must be positive");
@@ -97,7 +95,13 @@ int serve(ServeOptions& o, const CLI::App* app) {
   o.http.defaults.sampling = given_sampling_flags(*app, o.sampling, hp.recommended_sampling);
   if (const std::string err = o.http.defaults.sampling.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
 
-  Scheduler scheduler(model, o.sched);
+  // A draft model for requests that speculate with one (--draft-model: the default for those that
+  // do not say), loaded as the model is.
+  const std::optional<Model> draft =
+      o.spec.draft_model.empty() ? std::nullopt
+                                 : std::optional<Model>(Model::load(o.spec.draft_model, o.model_flags.model_options(o.threads, o.sched.n_ctx)));
+  o.http.defaults.draft_model = draft.has_value();
+  Scheduler scheduler(model, o.sched, draft ? &*draft : nullptr);
   server::HttpServer http(scheduler, model.tokenizer(), tmpl, o.http, o.sched.kv_memory, o.sched.max_batch);
   const int port = http.bind();
   const SamplingParams& sp = o.http.defaults.sampling;
@@ -108,8 +112,9 @@ int serve(ServeOptions& o, const CLI::App* app) {
              hp.sampling_from_file ? "the model's general.sampling.* and flags" : "llama.cpp's server defaults and flags",
              sp.temperature, sp.top_k, sp.top_p, sp.min_p, sp.repeat_penalty,
              o.http.access.api_key.empty() ? "no API key" : "API key required");
-  fmt::print(stderr, "prompt cache: {}; context store: {}\n", o.sched.prompt_cache ? "on" : "off",
-             o.sched.context_store.empty() ? "none" : o.sched.context_store);
+  fmt::print(stderr, "prompt cache: {}; context store: {}; draft model: {}\n", o.sched.prompt_cache ? "on" : "off",
+             o.sched.context_store.empty() ? "none" : o.sched.context_store,
+             draft ? fmt::format("{} ({} layers)", draft->info().name, draft->info().n_layer) : "none");
   fmt::print("listening on http://{}:{}\n", o.http.host, port);
   std::fflush(stdout);
 

@@ -9,7 +9,8 @@
 //     requests that arrive together decode together;
 //   - each decode step samples one token for every decoding sequence and runs them through the
 //     model together, so the weights are read once per step; a sequence with speculation
-//     (prompt lookup) puts its drafts in the same step, and keeps those its sampler accepts.
+//     (prompt lookup or a draft model) puts its drafts in the same step, and keeps those its
+//     sampler accepts.
 // A sequence ends at max_tokens, an end-of-generation token, a stop string, the end of the
 // context, its deadline or cancellation (a client that went away). Its state then stays in the
 // prompt cache, inside the same KV budget, until the memory is needed (least recently used out
@@ -60,7 +61,7 @@ struct SchedulerOptions {
 
 struct SequenceRequest {
   std::vector<int32_t> prompt;
-  GenerateParams params;             // max_tokens, sampling, stop_at_eog, speculation (prompt lookup)
+  GenerateParams params;             // max_tokens, sampling, stop_at_eog, speculation
   std::vector<std::string> stop;     // stop strings (not part of the output)
   PressConfig press;
   std::optional<Clock::time_point> deadline;
@@ -144,14 +145,18 @@ class BatchScheduler;
 
 class Scheduler {
  public:
-  // Starts the loop thread; the model's thread count runs each step. Error(kInvalidArgument)
-  // for invalid options.
-  Scheduler(const Model& model, const SchedulerOptions& options);
+  // Starts the loop thread; the model's thread count runs each step. draft: a model of the same
+  // vocabulary for requests that speculate with SpecMode::kDraft; each such request drafts with
+  // its own session on it (the request's press, its cache within the request's reservation),
+  // which prefills the text so far at the request's first decode step. Error(kInvalidArgument)
+  // for invalid options or a draft model of another vocabulary.
+  Scheduler(const Model& model, const SchedulerOptions& options, const Model* draft = nullptr);
   ~Scheduler();  // stop()
 
   // Queues a request, or returns why not (the job is then null). Throws Error for a request
   // that is invalid (bad press, sampling or speculation parameters, speculation with a draft
-  // model or beside re-compression, empty prompt, prompt over the context).
+  // model where the scheduler has none or beside re-compression, empty prompt, prompt over the
+  // context).
   std::shared_ptr<Job> submit(SequenceRequest request, Rejection* rejected);
   // Stops admitting: queued requests end with kShutdown at once, new ones are rejected
   // (kShuttingDown), running ones go on. Idempotent.
@@ -165,7 +170,8 @@ class Scheduler {
   size_t kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const;
 
  private:
-  Model model_;  // kept alive while the loop runs
+  Model model_;                // kept alive while the loop runs
+  std::optional<Model> draft_;  // the same
   std::unique_ptr<BatchScheduler> impl_;
 };
 

@@ -2,13 +2,28 @@
 
 #include "api/impl.h"
 #include "engine/scheduler.h"
+#include "util/error.h"
 
 namespace snapkv {
 
-Scheduler::Scheduler(const Model& model, const SchedulerOptions& options)
+namespace {
+
+const Decoder* checked_draft(const Model& model, const std::optional<Model>& draft) {
+  if (!draft) return nullptr;
+  if (draft->impl().tokenizer_fingerprint != model.impl().tokenizer_fingerprint) {
+    fail(ErrorKind::kInvalidArgument, "the draft model {} does not use the vocabulary of {}", draft->info().name,
+         model.info().name);
+  }
+  return draft->impl().decoder.get();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const Model& model, const SchedulerOptions& options, const Model* draft)
     : model_(model),
+      draft_(draft ? std::optional<Model>(*draft) : std::nullopt),
       impl_(std::make_unique<BatchScheduler>(*model.impl().decoder, model.tokenizer(), model.options().threads,
-                                             options, context_identity(model))) {}
+                                             options, context_identity(model), checked_draft(model, draft_))) {}
 
 Scheduler::~Scheduler() = default;
 

@@ -133,8 +133,11 @@ struct BatchScheduler::Running {
   // admitted with it that share them; then its press goes on from that state.
   int doc_len = 0;
   size_t extra = 0;  // bytes reserved beyond stats.kv_reserved while its prefill holds a whole cache
-  std::unique_ptr<Drafter> drafter;  // speculative decoding (made at its first decode step)
-  int32_t next = -1;                 // the token its last decode step sampled, to emit next
+  // Speculative decoding, made at its first decode step: with SpecMode::kDraft a session on the
+  // draft model (before drafter, which holds it).
+  std::unique_ptr<Sequence> draft;
+  std::unique_ptr<Drafter> drafter;
+  int32_t next = -1;  // the token its last decode step sampled, to emit next
 
   Running(const Decoder& model, int n_ctx, ThreadPool& pool, const SequenceOptions& options, Queued& q)
       : seq(q.seq), req(std::move(q.request)),
@@ -147,8 +150,8 @@ struct BatchScheduler::Running {
 };
 
 BatchScheduler::BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads,
-                               const SchedulerOptions& options, const ContextMeta& identity)
-    : model_(model), tokenizer_(tokenizer), press_inputs_(press_inputs(tokenizer)), opt_(options),
+                               const SchedulerOptions& options, const ContextMeta& identity, const Decoder* draft)
+    : model_(model), draft_(draft), tokenizer_(tokenizer), press_inputs_(press_inputs(tokenizer)), opt_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.hparams().n_ctx), pool_(n_threads) {
   if (const std::string err = opt_.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (n_ctx_ > model.hparams().n_ctx) {
@@ -181,7 +184,11 @@ void BatchScheduler::stop() {
 }
 
 size_t BatchScheduler::kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const {
-  const ModelHparams& h = model_.hparams();
+  return kv_bound_bytes(model_.hparams(), press, n_prompt, n_generate);
+}
+
+size_t BatchScheduler::kv_bound_bytes(const ModelHparams& h, const PressConfig& press, int64_t n_prompt,
+                                      int64_t n_generate) const {
   const int stored = press.compresses() && press.gqa == GqaReduce::kPerQueryHead ? h.n_head : h.n_head_kv;
   const size_t entry = 2 * static_cast<size_t>(h.head_dim) * kv_type_size(opt_.kv_type) + sizeof(int32_t);
   return static_cast<size_t>(kv_entries_bound(press, h.layer_window, n_prompt, n_generate)) * stored * entry;
@@ -196,11 +203,15 @@ std::shared_ptr<Job> BatchScheduler::submit(SequenceRequest request, Rejection* 
   }
   if (const std::string err = request.params.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
   if (const std::string err = request.press.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
-  if (request.params.speculation.mode == SpecMode::kDraft) {
-    fail(ErrorKind::kUnsupported, "speculation with a draft model is not served (prompt-lookup is)");
+  const bool drafts = request.params.speculation.mode == SpecMode::kDraft;
+  if (drafts && !draft_) {
+    fail(ErrorKind::kUnsupported, "speculation with a draft model: this server has none (serve --draft-model FILE)");
   }
   request.params.max_tokens = static_cast<int>(std::min<int64_t>(request.params.max_tokens, n_ctx_ - n_prompt));
-  const size_t reserve = kv_bound_bytes(request.press, n_prompt, request.params.max_tokens);
+  // With a draft model, its session's cache too (the same press and tokens; a bound at most).
+  const size_t reserve =
+      kv_bound_bytes(request.press, n_prompt, request.params.max_tokens) +
+      (drafts ? kv_bound_bytes(draft_->hparams(), request.press, n_prompt, request.params.max_tokens) : 0);
   std::lock_guard lk(mu_);
   if (stopping_ || draining_) {
     *rejected = {Rejection::kShuttingDown, "the server is shutting down"};
@@ -517,7 +528,12 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
       continue;
     }
     const SpeculationParams& spec = r.req.params.speculation;
-    if (spec.mode != SpecMode::kNone && !r.drafter) r.drafter = make_drafter(spec, *r.session, nullptr);
+    if (spec.mode != SpecMode::kNone && !r.drafter) {
+      if (spec.mode == SpecMode::kDraft) {
+        r.draft = std::make_unique<Sequence>(*draft_, draft_ctx(), pool_, sequence_options(r.req.press));
+      }
+      r.drafter = make_drafter(spec, *r.session, r.draft.get());
+    }
     members.push_back(&r);
     rows.push_back({r.session.get(), &r.sampler, r.drafter.get(), id,
                     draft_room(*r.session, spec.k, r.req.params.max_tokens - r.stats.n_generated), {}, nullptr});

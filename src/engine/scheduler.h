@@ -1,6 +1,7 @@
 #pragma once
 // The engine behind snapkv::Scheduler (snapkv/scheduler.h, which describes the policy): the loop
 // thread, admission, prefill slices and batched decode steps over the engine's Sequences.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -19,9 +20,10 @@ namespace snapkv {
 
 class BatchScheduler {
  public:
-  // identity: the model's fingerprints and shapes, for the context store's files.
+  // identity: the model's fingerprints and shapes, for the context store's files. draft: a model
+  // of the same vocabulary for requests with SpecMode::kDraft (none: such requests are refused).
   BatchScheduler(const Decoder& model, const Tokenizer& tokenizer, int n_threads, const SchedulerOptions& options,
-                 const ContextMeta& identity = {});
+                 const ContextMeta& identity = {}, const Decoder* draft = nullptr);
   ~BatchScheduler();  // stop()
 
   // Queues a request, or returns why not (the sequence is then null). Throws Error for a request
@@ -34,10 +36,14 @@ class BatchScheduler {
   void stop();
   SchedulerMetrics metrics() const;
   int n_ctx() const { return n_ctx_; }
-  // KV bytes a request may hold at most (what admission reserves).
+  // KV bytes a request may hold at most (what admission reserves, besides its draft model's
+  // session's for a request that drafts with it).
   size_t kv_bound_bytes(const PressConfig& press, int64_t n_prompt, int64_t n_generate) const;
 
  private:
+  size_t kv_bound_bytes(const ModelHparams& h, const PressConfig& press, int64_t n_prompt, int64_t n_generate) const;
+  // The context of a draft model's session: the scheduler's, or the draft model's if shorter.
+  int draft_ctx() const { return std::min(n_ctx_, draft_->hparams().n_ctx); }
   struct Running;
   struct Queued {
     SequenceRequest request;
@@ -85,6 +91,7 @@ class BatchScheduler {
   }
 
   const Decoder& model_;
+  const Decoder* draft_;
   const Tokenizer& tokenizer_;
   PressInputs press_inputs_;  // press_inputs(tokenizer_)
   SchedulerOptions opt_;

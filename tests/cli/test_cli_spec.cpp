@@ -89,6 +89,9 @@ TEST(CliSpec, BadFlagsAreOneErrorLine) {
   test::expect_cli_error(fmt::format("eval niah {} --lengths 600 --out /tmp/x --draft-model {}", test::eval_args(),
                                      test::default_model_path()),
                          "prompt lookup, not a draft model");
+  const std::string serve = fmt::format("serve -m {} -t 2 --port 0", test::default_model_path());
+  test::expect_cli_error(serve + " --spec draft", "--spec draft needs --draft-model");
+  test::expect_cli_error(serve + " --draft-model /nonexistent/draft.gguf", "draft.gguf");
 }
 
 }  // namespace

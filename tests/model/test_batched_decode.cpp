@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/scheduler.h"
+#include "snapkv/error.h"
 #include "snapkv/tokenizer.h"
 #include "reference_model.h"
 #include "util/utf8.h"
@@ -288,6 +289,82 @@ TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers
   EXPECT_EQ(fu.stats.n_generated, 24);
   EXPECT_GT(fu.stats.n_drafted, 0);
   EXPECT_EQ(fu.stats.kv_bytes, pu.stats.kv_bytes);
+}
+
+// A draft model in the server's loop: the reference model drafts for itself here (no other GGUF
+// of its vocabulary can be downloaded), so a full-cache draft agrees with nearly every greedy
+// token, and a pressed one (the request's press presses its draft too) less often. Each drafting
+// request gets its own session on the draft model, reserved beside its own cache; answers stay
+// transformers' continuations, and a pressed request's is the one it gives without speculation.
+// A scheduler without a draft model refuses such a request.
+TEST(Scheduler, DraftModelRequestsKeepTheGreedyAnswers) {
+  Served s;
+  SchedulerOptions o;
+  o.max_batch = 6;
+  o.max_queue = 32;
+  o.kv_type = KvType::kF32;
+  o.prompt_cache = false;  // the pressed pair below runs twice on the same prompt
+  const std::vector<Case> cases = fixture_cases();
+  Rejection rejected{};
+  {
+    BatchScheduler without(s.model, *s.tokenizer, 2, o);
+    SequenceRequest r = greedy_request(cases[0].prompt, 4);
+    r.params.speculation.mode = SpecMode::kDraft;
+    try {
+      without.submit(std::move(r), &rejected);
+      ADD_FAILURE() << "a draft request was queued without a draft model";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    }
+  }
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o, {}, &s.model);
+  std::vector<std::shared_ptr<Job>> seqs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SequenceRequest r = greedy_request(cases[i].prompt, static_cast<int>(cases[i].hf_ids.size()));
+    r.params.speculation.mode = i % 3 == 2 ? SpecMode::kPromptLookup : SpecMode::kDraft;  // mixed batches
+    r.params.speculation.k = 1 + static_cast<int>(i % 4);
+    r.params.speculation.ngram_min = 1;
+    seqs.push_back(scheduler.submit(std::move(r), &rejected));
+    ASSERT_TRUE(seqs.back()) << rejected.message;
+  }
+  std::shared_ptr<Job> pressed[2];
+  for (int spec = 0; spec < 2; ++spec) {
+    SequenceRequest r = greedy_request(cases.back().prompt, 24);  // the 1000-token essay
+    r.press.press = "snapkv";
+    r.press.capacity = 128;
+    r.press.window = 8;
+    if (spec) {
+      r.params.speculation.mode = SpecMode::kDraft;
+      r.params.speculation.k = 3;
+    }
+    pressed[spec] = scheduler.submit(std::move(r), &rejected);
+    ASSERT_TRUE(pressed[spec]) << rejected.message;
+  }
+  int compared = 0, drafted = 0, accepted = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto [text, u] = drain(*seqs[i]);
+    const Case& c = cases[i];
+    EXPECT_EQ(u.reason, FinishReason::kLength) << c.name << ": " << u.error;
+    EXPECT_EQ(u.stats.n_generated, static_cast<int>(c.hf_ids.size())) << c.name;
+    EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
+    if (i % 3 != 2) {
+      drafted += u.stats.n_drafted;
+      accepted += u.stats.n_accepted;
+    }
+    if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
+    EXPECT_EQ(text, hf_text(*s.tokenizer, c)) << c.name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
+  EXPECT_GT(drafted, 20);
+  EXPECT_GE(accepted * 10, drafted * 9) << "the model drafting for itself";
+  const auto [plain, pu] = drain(*pressed[0]);
+  const auto [fast, fu] = drain(*pressed[1]);
+  EXPECT_EQ(fast, plain);
+  EXPECT_EQ(fu.stats.n_generated, 24);
+  EXPECT_GT(fu.stats.n_drafted, 0);
+  EXPECT_EQ(fu.stats.kv_bytes, pu.stats.kv_bytes);
+  EXPECT_EQ(fu.stats.kv_reserved, 2 * pu.stats.kv_reserved) << "its draft session's cache, the same model's";
 }
 
 TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {

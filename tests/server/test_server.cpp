@@ -211,6 +211,48 @@ TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
   const json reply = json::parse(r->body);
   EXPECT_EQ(reply["choices"][0]["text"], plain[0]);
   EXPECT_GT(reply["usage"]["speculation"]["accepted"].get<int>(), 0) << reply["usage"].dump();
+  // A draft model is served only where the server has one.
+  const json draft = {{"prompt", doc + questions[0]}, {"max_tokens", 4}, {"speculation", {{"mode", "draft"}}}};
+  auto refused = server.client().Post("/v1/completions", draft.dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["error"]["param"], "speculation.mode") << refused->body;
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// serve --draft-model: requests draft with it unless they say otherwise, each with its own session
+// on it, verified in the batched steps beside the others'; greedy answers are those without
+// speculation. The draft is the served model itself (no other GGUF of its vocabulary can be
+// downloaded), so nearly every draft is kept.
+TEST(Server, DraftModelKeepsTheGreedyAnswersOfConcurrentRequests) {
+  ServerProcess server(fmt::format("--ctx 4096 --draft-model {} --spec-k 3", test::default_model_path()));
+  const std::string doc = essay_text().substr(0, 3000);
+  const char* questions[] = {"\n\nQuote the essay's first sentence:", "\n\nIn one sentence, the essay says that"};
+  std::vector<std::string> plain;
+  for (const char* q : questions) {
+    json body = {{"prompt", doc + q}, {"max_tokens", 16}, {"temperature", 0}, {"speculation", {{"mode", "none"}}}};
+    auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    plain.push_back(json::parse(r->body)["choices"][0]["text"]);
+  }
+  std::vector<std::future<httplib::Result>> pending;
+  for (const char* q : questions) {
+    pending.push_back(std::async(std::launch::async, [&, q] {
+      const json body = {{"prompt", doc + q}, {"max_tokens", 16}, {"temperature", 0}};
+      return server.client().Post("/v1/completions", body.dump(), "application/json");
+    }));
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    auto r = pending[i].get();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json reply = json::parse(r->body);
+    EXPECT_EQ(reply["choices"][0]["text"], plain[i]) << questions[i];
+    const json& spec = reply["usage"]["speculation"];
+    EXPECT_GT(spec["drafted"].get<int>(), 0) << reply["usage"].dump();
+    EXPECT_GE(spec["accepted"].get<int>() * 10, spec["drafted"].get<int>() * 8) << reply["usage"].dump();
+  }
   EXPECT_EQ(server.stop(), 0);
 }
 

@@ -134,8 +134,8 @@ TEST(ServerApi, AnyModelNameIsServedUnlessStrict) {
   }
 }
 
-// The speculation extension overlays the server's defaults; a draft model (not served), bad
-// values, unknown fields and re-compression beside it are 400s naming the field.
+// The speculation extension overlays the server's defaults; a draft model where the server has
+// none, bad values and unknown fields are 400s naming the field.
 TEST(ServerApi, SpeculationIsAPerRequestExtension) {
   const std::string head = R"({"messages": [{"role": "user", "content": "x"}], )";
   const ApiRequest r = parse_request(
@@ -161,6 +161,11 @@ TEST(ServerApi, SpeculationIsAPerRequestExtension) {
       true, defaults());
   EXPECT_EQ(rc.params.speculation.mode, SpecMode::kPromptLookup);
   EXPECT_EQ(rc.press.recompress, 64);
+  RequestDefaults with_draft = defaults();
+  with_draft.draft_model = true;
+  EXPECT_EQ(parse_request(parse_json_body(head + R"("speculation": {"mode": "draft", "k": 3}})"), true, with_draft)
+                .params.speculation.mode,
+            SpecMode::kDraft);
   const std::pair<const char*, const char*> bad[] = {
       {R"("speculation": "prompt-lookup"})", "speculation"},
       {R"("speculation": {"mode": "draft"}})", "speculation.mode"},
