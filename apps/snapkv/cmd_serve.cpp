@@ -96,10 +96,9 @@ int serve(ServeOptions& o, const CLI::App* app) {
   if (const std::string err = o.http.defaults.sampling.validate(); !err.empty()) fail(ErrorKind::kInvalidArgument, "{}", err);
 
   // A draft model for requests that speculate with one (--draft-model: the default for those that
-  // do not say), loaded as the model is.
-  const std::optional<Model> draft =
-      o.spec.draft_model.empty() ? std::nullopt
-                                 : std::optional<Model>(Model::load(o.spec.draft_model, o.model_flags.model_options(o.threads, o.sched.n_ctx)));
+  // do not say), loaded as `run` loads it: its own context, which caps its sessions'.
+  std::optional<Model> draft;
+  if (!o.spec.draft_model.empty()) draft.emplace(Model::load(o.spec.draft_model, o.model_flags.model_options(o.threads)));
   o.http.defaults.draft_model = draft.has_value();
   Scheduler scheduler(model, o.sched, draft ? &*draft : nullptr);
   server::HttpServer http(scheduler, model.tokenizer(), tmpl, o.http, o.sched.kv_memory, o.sched.max_batch);
