@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include "engine/scheduler.h"
@@ -227,68 +228,106 @@ TEST(Scheduler, StreamsTransformersGreedyAnswersAndCompressesWithinItsReservatio
   EXPECT_GT(m.decode_steps, 0);
 }
 
-// Speculation in the server's loop: each sequence's drafts go into the batched step beside the
-// others' tokens; the greedy answers stay transformers' continuations, and a pressed request's
-// answer is the one it gives without speculation.
-TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers) {
-  Served s;
+// The speculation tests' requests: every fixture case for its transformers continuation, with
+// the speculation spec_of(i) gives case i (mixed batches), and the 1000-token essay pressed
+// (SnapKV C = 128) twice, without speculation and with `pressed_spec`. The scheduler keeps no
+// prompt cache, so the pressed pair runs twice on the same prompt.
+struct SpeculativeJobs {
+  std::vector<std::shared_ptr<Job>> cases;
+  std::shared_ptr<Job> plain, fast;
+};
+
+SchedulerOptions speculation_options() {
   SchedulerOptions o;
   o.max_batch = 6;
   o.max_queue = 32;
   o.kv_type = KvType::kF32;
-  o.prompt_cache = false;  // the pressed pair below runs twice on the same prompt
-  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o);
-  const std::vector<Case> cases = fixture_cases();
+  o.prompt_cache = false;
+  return o;
+}
+
+SpeculativeJobs submit_speculative(BatchScheduler& scheduler, const std::vector<Case>& cases,
+                                   const std::function<SpeculationParams(size_t)>& spec_of,
+                                   const SpeculationParams& pressed_spec) {
+  SpeculativeJobs jobs;
   Rejection rejected{};
-  std::vector<std::shared_ptr<Job>> seqs;
   for (size_t i = 0; i < cases.size(); ++i) {
     SequenceRequest r = greedy_request(cases[i].prompt, static_cast<int>(cases[i].hf_ids.size()));
-    r.params.speculation.mode = i % 3 == 2 ? SpecMode::kNone : SpecMode::kPromptLookup;  // mixed batches
-    r.params.speculation.k = 1 + static_cast<int>(i % 4);
-    r.params.speculation.ngram_min = 1;
-    seqs.push_back(scheduler.submit(std::move(r), &rejected));
-    ASSERT_TRUE(seqs.back()) << rejected.message;
+    r.params.speculation = spec_of(i);
+    jobs.cases.push_back(scheduler.submit(std::move(r), &rejected));
+    EXPECT_TRUE(jobs.cases.back()) << rejected.message;
   }
-  std::shared_ptr<Job> pressed[2];
-  for (int spec = 0; spec < 2; ++spec) {
-    SequenceRequest r = greedy_request(cases.back().prompt, 24);  // the 1000-token essay
+  for (const bool spec : {false, true}) {
+    SequenceRequest r = greedy_request(cases.back().prompt, 24);
     r.press.press = "snapkv";
     r.press.capacity = 128;
     r.press.window = 8;
-    if (spec) {
-      r.params.speculation.mode = SpecMode::kPromptLookup;
-      r.params.speculation.k = 4;
-      r.params.speculation.ngram_min = 1;
-    }
-    pressed[spec] = scheduler.submit(std::move(r), &rejected);
-    ASSERT_TRUE(pressed[spec]) << rejected.message;
+    if (spec) r.params.speculation = pressed_spec;
+    (spec ? jobs.fast : jobs.plain) = scheduler.submit(std::move(r), &rejected);
+    EXPECT_TRUE(spec ? jobs.fast : jobs.plain) << rejected.message;
   }
-  int compared = 0, drafted = 0, accepted = 0;
+  return jobs;
+}
+
+SpeculationParams speculation(SpecMode mode, int k) {
+  SpeculationParams p;
+  p.mode = mode;
+  p.k = k;
+  p.ngram_min = 1;
+  return p;
+}
+
+// Drains the cases' jobs: each generates its continuation's length within its reservation, and
+// where transformers had no near-tie (at least 8 cases) streams transformers' text; on_case(i, u)
+// checks more. Then the pressed pair: the same answer with and without speculation, the same
+// cache; returns their final updates.
+std::pair<Job::Update, Job::Update> expect_speculative_answers(const Served& s, const std::vector<Case>& cases,
+                                                               SpeculativeJobs& jobs,
+                                                               const std::function<void(size_t, const Job::Update&)>& on_case) {
+  int compared = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
-    const auto [text, u] = drain(*seqs[i]);
+    const auto [text, u] = drain(*jobs.cases[i]);
     const Case& c = cases[i];
     EXPECT_EQ(u.reason, FinishReason::kLength) << c.name << ": " << u.error;
     EXPECT_EQ(u.stats.n_generated, static_cast<int>(c.hf_ids.size())) << c.name;
     EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
-    drafted += u.stats.n_drafted;
-    accepted += u.stats.n_accepted;
-    if (i % 3 != 2) {  // a token per pass, the accepted drafts, and the last token when no pass followed it
-      const int rest = u.stats.n_generated - u.stats.n_passes - u.stats.n_accepted;
-      EXPECT_TRUE(rest == 0 || rest == 1) << c.name << ": " << rest;
-    }
+    on_case(i, u);
     if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
     EXPECT_EQ(text, hf_text(*s.tokenizer, c)) << c.name;
     ++compared;
   }
   EXPECT_GE(compared, 8);
-  EXPECT_GT(accepted, 0);
-  EXPECT_LT(accepted, drafted);  // some drafts were rolled back
-  const auto [plain, pu] = drain(*pressed[0]);
-  const auto [fast, fu] = drain(*pressed[1]);
+  const auto [plain, pu] = drain(*jobs.plain);
+  const auto [fast, fu] = drain(*jobs.fast);
   EXPECT_EQ(fast, plain);
   EXPECT_EQ(fu.stats.n_generated, 24);
   EXPECT_GT(fu.stats.n_drafted, 0);
   EXPECT_EQ(fu.stats.kv_bytes, pu.stats.kv_bytes);
+  return {pu, fu};
+}
+
+// Speculation in the server's loop: each sequence's drafts go into the batched step beside the
+// others' tokens; the greedy answers stay transformers' continuations, and a pressed request's
+// answer is the one it gives without speculation.
+TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers) {
+  Served s;
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, speculation_options());
+  const std::vector<Case> cases = fixture_cases();
+  SpeculativeJobs jobs = submit_speculative(
+      scheduler, cases,
+      [](size_t i) { return speculation(i % 3 == 2 ? SpecMode::kNone : SpecMode::kPromptLookup, 1 + static_cast<int>(i % 4)); },
+      speculation(SpecMode::kPromptLookup, 4));
+  int drafted = 0, accepted = 0;
+  expect_speculative_answers(s, cases, jobs, [&](size_t i, const Job::Update& u) {
+    drafted += u.stats.n_drafted;
+    accepted += u.stats.n_accepted;
+    if (i % 3 != 2) {  // a token per pass, the accepted drafts, and the last token when no pass followed it
+      const int rest = u.stats.n_generated - u.stats.n_passes - u.stats.n_accepted;
+      EXPECT_TRUE(rest == 0 || rest == 1) << cases[i].name << ": " << rest;
+    }
+  });
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);  // some drafts were rolled back
 }
 
 // A draft model in the server's loop: the reference model drafts for itself here (no other GGUF
@@ -299,17 +338,12 @@ TEST(Scheduler, SpeculativePassesOfSeveralSequencesInOneStepKeepTheGreedyAnswers
 // A scheduler without a draft model refuses such a request.
 TEST(Scheduler, DraftModelRequestsKeepTheGreedyAnswers) {
   Served s;
-  SchedulerOptions o;
-  o.max_batch = 6;
-  o.max_queue = 32;
-  o.kv_type = KvType::kF32;
-  o.prompt_cache = false;  // the pressed pair below runs twice on the same prompt
   const std::vector<Case> cases = fixture_cases();
-  Rejection rejected{};
   {
-    BatchScheduler without(s.model, *s.tokenizer, 2, o);
+    BatchScheduler without(s.model, *s.tokenizer, 2, speculation_options());
     SequenceRequest r = greedy_request(cases[0].prompt, 4);
     r.params.speculation.mode = SpecMode::kDraft;
+    Rejection rejected{};
     try {
       without.submit(std::move(r), &rejected);
       ADD_FAILURE() << "a draft request was queued without a draft model";
@@ -317,53 +351,19 @@ TEST(Scheduler, DraftModelRequestsKeepTheGreedyAnswers) {
       EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
     }
   }
-  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o, {}, &s.model);
-  std::vector<std::shared_ptr<Job>> seqs;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SequenceRequest r = greedy_request(cases[i].prompt, static_cast<int>(cases[i].hf_ids.size()));
-    r.params.speculation.mode = i % 3 == 2 ? SpecMode::kPromptLookup : SpecMode::kDraft;  // mixed batches
-    r.params.speculation.k = 1 + static_cast<int>(i % 4);
-    r.params.speculation.ngram_min = 1;
-    seqs.push_back(scheduler.submit(std::move(r), &rejected));
-    ASSERT_TRUE(seqs.back()) << rejected.message;
-  }
-  std::shared_ptr<Job> pressed[2];
-  for (int spec = 0; spec < 2; ++spec) {
-    SequenceRequest r = greedy_request(cases.back().prompt, 24);  // the 1000-token essay
-    r.press.press = "snapkv";
-    r.press.capacity = 128;
-    r.press.window = 8;
-    if (spec) {
-      r.params.speculation.mode = SpecMode::kDraft;
-      r.params.speculation.k = 3;
-    }
-    pressed[spec] = scheduler.submit(std::move(r), &rejected);
-    ASSERT_TRUE(pressed[spec]) << rejected.message;
-  }
-  int compared = 0, drafted = 0, accepted = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const auto [text, u] = drain(*seqs[i]);
-    const Case& c = cases[i];
-    EXPECT_EQ(u.reason, FinishReason::kLength) << c.name << ": " << u.error;
-    EXPECT_EQ(u.stats.n_generated, static_cast<int>(c.hf_ids.size())) << c.name;
-    EXPECT_LE(u.stats.kv_bytes, u.stats.kv_reserved);
-    if (i % 3 != 2) {
-      drafted += u.stats.n_drafted;
-      accepted += u.stats.n_accepted;
-    }
-    if (*std::min_element(c.hf_margins.begin(), c.hf_margins.end()) < kExactTie) continue;
-    EXPECT_EQ(text, hf_text(*s.tokenizer, c)) << c.name;
-    ++compared;
-  }
-  EXPECT_GE(compared, 8);
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, speculation_options(), {}, &s.model);
+  SpeculativeJobs jobs = submit_speculative(
+      scheduler, cases,
+      [](size_t i) { return speculation(i % 3 == 2 ? SpecMode::kPromptLookup : SpecMode::kDraft, 1 + static_cast<int>(i % 4)); },
+      speculation(SpecMode::kDraft, 3));
+  int drafted = 0, accepted = 0;
+  const auto [pu, fu] = expect_speculative_answers(s, cases, jobs, [&](size_t i, const Job::Update& u) {
+    if (i % 3 == 2) return;  // prompt lookup
+    drafted += u.stats.n_drafted;
+    accepted += u.stats.n_accepted;
+  });
   EXPECT_GT(drafted, 20);
   EXPECT_GE(accepted * 10, drafted * 9) << "the model drafting for itself";
-  const auto [plain, pu] = drain(*pressed[0]);
-  const auto [fast, fu] = drain(*pressed[1]);
-  EXPECT_EQ(fast, plain);
-  EXPECT_EQ(fu.stats.n_generated, 24);
-  EXPECT_GT(fu.stats.n_drafted, 0);
-  EXPECT_EQ(fu.stats.kv_bytes, pu.stats.kv_bytes);
   EXPECT_EQ(fu.stats.kv_reserved, 2 * pu.stats.kv_reserved) << "its draft session's cache, the same model's";
 }
 

@@ -163,6 +163,32 @@ TEST(Server, CompletionsCompressPerRequest) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+// The greedy completions of the essay's first 3,000 characters followed by each question (at most
+// max_tokens), posted one after another (each with `extra` fields added) or all at once, as the
+// replies' JSON; each reply is expected to be a 200 (else null, and the test has failed: callers
+// stop with ASSERT_FALSE(HasFailure())).
+std::vector<json> essay_completions(const ServerProcess& server, const std::vector<std::string>& questions,
+                                    int max_tokens, bool at_once, const json& extra = json::object()) {
+  const std::string doc = essay_text().substr(0, 3000);
+  const auto post = [&](const std::string& q) {
+    json body = {{"prompt", doc + q}, {"max_tokens", max_tokens}, {"temperature", 0}};
+    body.update(extra);
+    return server.client().Post("/v1/completions", body.dump(), "application/json");
+  };
+  std::vector<std::future<httplib::Result>> pending;
+  for (const std::string& q : questions) {
+    pending.push_back(std::async(at_once ? std::launch::async : std::launch::deferred, post, q));
+  }
+  std::vector<json> replies;
+  for (auto& p : pending) {
+    const httplib::Result r = p.get();
+    const bool ok = r && r->status == 200;
+    EXPECT_TRUE(ok) << (r ? r->body : "no reply");
+    replies.push_back(ok ? json::parse(r->body) : json());
+  }
+  return replies;
+}
+
 // serve --spec prompt-lookup: requests decode with speculation unless they turn it off, and
 // several at once have their drafts verified in the same batched steps; greedy answers are the
 // same either way, and usage reports the passes, drafts and accepted drafts. How many drafts a
@@ -170,49 +196,31 @@ TEST(Server, CompletionsCompressPerRequest) {
 // so acceptance is asserted on a request served alone.
 TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
   ServerProcess server("--ctx 4096 --spec prompt-lookup --spec-k 3 --spec-ngram-min 1");
-  const std::string doc = essay_text().substr(0, 3000);
-  const char* questions[] = {"\n\nQuote the essay's first sentence:", "\n\nRepeat the essay's title:",
-                             "\n\nIn one sentence, the essay says that"};
-  std::vector<std::string> plain;
-  for (const char* q : questions) {
-    json body = {{"prompt", doc + q}, {"max_tokens", 24}, {"temperature", 0}, {"speculation", {{"mode", "none"}}}};
-    auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    const json reply = json::parse(r->body);
-    EXPECT_EQ(reply["usage"]["speculation"]["drafted"], 0);
-    plain.push_back(reply["choices"][0]["text"]);
-  }
-  std::vector<std::future<httplib::Result>> pending;
-  for (const char* q : questions) {
-    pending.push_back(std::async(std::launch::async, [&, q] {
-      const json body = {{"prompt", doc + q}, {"max_tokens", 24}, {"temperature", 0}};
-      return server.client().Post("/v1/completions", body.dump(), "application/json");
-    }));
-  }
+  const std::vector<std::string> questions = {"\n\nQuote the essay's first sentence:", "\n\nRepeat the essay's title:",
+                                              "\n\nIn one sentence, the essay says that"};
+  const std::vector<json> plain =
+      essay_completions(server, questions, 24, false, {{"speculation", {{"mode", "none"}}}});
+  ASSERT_FALSE(HasFailure());
+  for (const json& reply : plain) EXPECT_EQ(reply["usage"]["speculation"]["drafted"], 0);
+  const std::vector<json> fast = essay_completions(server, questions, 24, true);
+  ASSERT_FALSE(HasFailure());
   int drafted = 0;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    auto r = pending[i].get();
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    const json reply = json::parse(r->body);
-    EXPECT_EQ(reply["choices"][0]["text"], plain[i]) << questions[i];
-    const json& spec = reply["usage"]["speculation"];
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_EQ(fast[i]["choices"][0]["text"], plain[i]["choices"][0]["text"]) << questions[i];
+    const json& spec = fast[i]["usage"]["speculation"];
     EXPECT_GT(spec["passes"].get<int>(), 0);
     drafted += spec["drafted"].get<int>();
     EXPECT_LE(spec["accepted"].get<int>(), spec["drafted"].get<int>());
   }
   EXPECT_GT(drafted, 0);
   // Alone, the quoting request drafts its whole quota each step and keeps drafts.
-  const json body = {{"prompt", doc + questions[0]}, {"max_tokens", 24}, {"temperature", 0}};
-  auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
-  ASSERT_TRUE(r);
-  ASSERT_EQ(r->status, 200) << r->body;
-  const json reply = json::parse(r->body);
-  EXPECT_EQ(reply["choices"][0]["text"], plain[0]);
-  EXPECT_GT(reply["usage"]["speculation"]["accepted"].get<int>(), 0) << reply["usage"].dump();
+  const json alone = essay_completions(server, {questions[0]}, 24, false)[0];
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(alone["choices"][0]["text"], plain[0]["choices"][0]["text"]);
+  EXPECT_GT(alone["usage"]["speculation"]["accepted"].get<int>(), 0) << alone["usage"].dump();
   // A draft model is served only where the server has one.
-  const json draft = {{"prompt", doc + questions[0]}, {"max_tokens", 4}, {"speculation", {{"mode", "draft"}}}};
+  const json draft = {{"prompt", essay_text().substr(0, 3000) + questions[0]}, {"max_tokens", 4},
+                      {"speculation", {{"mode", "draft"}}}};
   auto refused = server.client().Post("/v1/completions", draft.dump(), "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400) << refused->body;
@@ -226,32 +234,17 @@ TEST(Server, SpeculationKeepsTheGreedyAnswersOfConcurrentRequests) {
 // downloaded), so nearly every draft is kept.
 TEST(Server, DraftModelKeepsTheGreedyAnswersOfConcurrentRequests) {
   ServerProcess server(fmt::format("--ctx 4096 --draft-model {} --spec-k 3", test::default_model_path()));
-  const std::string doc = essay_text().substr(0, 3000);
-  const char* questions[] = {"\n\nQuote the essay's first sentence:", "\n\nIn one sentence, the essay says that"};
-  std::vector<std::string> plain;
-  for (const char* q : questions) {
-    json body = {{"prompt", doc + q}, {"max_tokens", 16}, {"temperature", 0}, {"speculation", {{"mode", "none"}}}};
-    auto r = server.client().Post("/v1/completions", body.dump(), "application/json");
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    plain.push_back(json::parse(r->body)["choices"][0]["text"]);
-  }
-  std::vector<std::future<httplib::Result>> pending;
-  for (const char* q : questions) {
-    pending.push_back(std::async(std::launch::async, [&, q] {
-      const json body = {{"prompt", doc + q}, {"max_tokens", 16}, {"temperature", 0}};
-      return server.client().Post("/v1/completions", body.dump(), "application/json");
-    }));
-  }
-  for (size_t i = 0; i < pending.size(); ++i) {
-    auto r = pending[i].get();
-    ASSERT_TRUE(r);
-    ASSERT_EQ(r->status, 200) << r->body;
-    const json reply = json::parse(r->body);
-    EXPECT_EQ(reply["choices"][0]["text"], plain[i]) << questions[i];
-    const json& spec = reply["usage"]["speculation"];
-    EXPECT_GT(spec["drafted"].get<int>(), 0) << reply["usage"].dump();
-    EXPECT_GE(spec["accepted"].get<int>() * 10, spec["drafted"].get<int>() * 8) << reply["usage"].dump();
+  const std::vector<std::string> questions = {"\n\nQuote the essay's first sentence:",
+                                              "\n\nIn one sentence, the essay says that"};
+  const std::vector<json> plain =
+      essay_completions(server, questions, 16, false, {{"speculation", {{"mode", "none"}}}});
+  const std::vector<json> fast = essay_completions(server, questions, 16, true);
+  ASSERT_FALSE(HasFailure());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_EQ(fast[i]["choices"][0]["text"], plain[i]["choices"][0]["text"]) << questions[i];
+    const json& spec = fast[i]["usage"]["speculation"];
+    EXPECT_GT(spec["drafted"].get<int>(), 0) << fast[i]["usage"].dump();
+    EXPECT_GE(spec["accepted"].get<int>() * 10, spec["drafted"].get<int>() * 8) << fast[i]["usage"].dump();
   }
   EXPECT_EQ(server.stop(), 0);
 }
