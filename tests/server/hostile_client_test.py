@@ -408,15 +408,17 @@ def access_checks(binary: str, model: str, checks: Checks):
 
 def shutdown_checks(binary: str, model: str, checks: Checks):
     def trickle_and_nonreader():
-        server = SnapkvServer(binary, model, ["-t", "2", "--ctx", "512", "--shutdown-timeout", "3"])
+        server = SnapkvServer(binary, model, ["-t", "2", "--ctx", "4096", "--shutdown-timeout", "3"])
         try:
             trickler = connect(server.port)
             trickler.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ")
+            # The non-reader's request must still be running at SIGTERM: loopback send buffers grow
+            # to hold a short stream whole, and a finished request lets the server exit at once.
             nonreader = socket.socket()
             nonreader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             nonreader.connect(("127.0.0.1", server.port))
             nonreader.sendall(post("/v1/completions", json.dumps(
-                {"prompt": "1, 2, 3, 4, 5,", "max_tokens": 400, "temperature": 0, "stream": True})))
+                {"prompt": "1, 2, 3, 4, 5,", "max_tokens": 3000, "temperature": 0, "stream": True})))
             time.sleep(1)
             t0 = time.monotonic()
             server.proc.send_signal(signal.SIGTERM)
