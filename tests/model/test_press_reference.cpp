@@ -30,33 +30,15 @@
 #include <map>
 
 #include "eval/recorded_prefill.h"
-#include "kv/press.h"
-#include "kv/press_inputs.h"
-#include "reference_model.h"
+#include "press_fixture.h"
 
 namespace snapkv {
 namespace {
 
 using nlohmann::json;
+using test::config_from;
 
-// The fixture's options are named as the server's kv_compression fields: each goes through the
-// press options table, as a request's would.
-PressConfig config_from(const json& o) {
-  PressConfig c;
-  for (const auto& [key, v] : o.items()) {
-    const PressParam* p = find_press_param(key);
-    if (!p) {
-      ADD_FAILURE() << "unknown press option '" << key << "' in " << o.dump();
-      continue;
-    }
-    const PressValue value = v.is_string()           ? PressValue(v.get<std::string>())
-                             : v.is_number_integer() ? PressValue(v.get<int64_t>())
-                                                     : PressValue(v.get<double>());
-    EXPECT_EQ(p->set(c, value, key), "") << o.dump();
-  }
-  EXPECT_EQ(c.validate(), "") << o.dump();
-  return c;
-}
+const PressInputs& inputs() { return test::press_inputs_of_default_model(); }
 
 // The case's options with the capacity given as kvpress's compression ratio (kvpress cases only).
 json ratio_options(const json& c) {
@@ -189,12 +171,6 @@ PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
     if (c.at("prompt").get<size_t>() == prompt_index && per_query_head(c) == query_heads) out.cases.push_back(c);
   }
   return out;
-}
-
-// What presses need of the default model's tokenizer (kvzip: the reconstruction prompt).
-const PressInputs& inputs() {
-  static const PressInputs p = press_inputs(*Tokenizer::from_gguf(*test::reference_model().file));
-  return p;
 }
 
 RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int64_t window = 1) {
