@@ -4,7 +4,7 @@
 Writes tests/fixtures/press_pipeline.json. Run inside tools/reference/.venv-kvpress (see
 make_press_fixture.py):
 
-    tools/reference/.venv-kvpress/bin/python tools/reference/make_pipeline_fixture.py   # ~10 min, 2 threads
+    tools/reference/.venv-kvpress/bin/python tools/reference/make_pipeline_fixture.py   # ~8 min, 2 threads
 
 Reference (not written by us): NVIDIA kvpress 0.5.5's KVPressTextGenerationPipeline
 ("kv-press-text-generation") on HF transformers' LlamaForCausalLM loaded from the GGUF (fp32,
