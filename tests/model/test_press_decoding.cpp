@@ -16,10 +16,9 @@
 #include "engine/sequence.h"
 #include "eval/recorded_prefill.h"
 #include "kv/press.h"
-#include "kv/press_inputs.h"
+#include "press_fixture.h"
 #include "reference_model.h"
 #include "same_cache.h"
-#include "snapkv/tokenizer.h"
 
 namespace snapkv {
 namespace {
@@ -110,7 +109,7 @@ TEST(PressDecoding, TovaEvictingWhileDecodingMatchesKvpress) {
 // other presses of an evaluation) than tova_decode's one query.
 TEST(PressDecoding, ARecordedPrefillsSequenceEvictsAsASession) {
   const Decoder& model = *test::reference_model().model;
-  const PressInputs inputs = press_inputs(*Tokenizer::from_gguf(*test::reference_model().file));
+  const PressInputs& inputs = test::press_inputs_of_default_model();
   ThreadPool pool(2);
   std::vector<int32_t> ids = test::load_fixture("logits_transformers.json")["input_ids"].get<std::vector<int32_t>>();
   ids.resize(600);
