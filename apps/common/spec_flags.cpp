@@ -13,7 +13,8 @@ void add_spec_flags(CLI::App& app, SpecFlags& o) {
                  "speculative decoding: none | prompt-lookup (drafts the tokens that followed the last few tokens "
                  "earlier in the prompt or answer) | draft (a smaller model's greedy tokens, --draft-model); greedy "
                  "output stays the same, sampled output keeps its distribution")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.mode_given = true; });
   app.add_option("--spec-k", o.k, "tokens drafted per verification pass (1..16)")->capture_default_str();
   app.add_option("--spec-ngram", o.ngram, "prompt lookup: the most last tokens matched (then fewer)")
       ->capture_default_str();
@@ -25,7 +26,7 @@ void add_spec_flags(CLI::App& app, SpecFlags& o) {
 
 SpeculationParams SpecFlags::params() const {
   SpeculationParams p;
-  p.mode = parse_spec_mode(mode == "none" && !draft_model.empty() ? "draft" : mode);
+  p.mode = parse_spec_mode(!mode_given && !draft_model.empty() ? "draft" : mode);
   p.k = k;
   p.ngram_max = ngram;
   p.ngram_min = ngram_min;

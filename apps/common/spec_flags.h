@@ -16,9 +16,10 @@ struct SpecFlags {
   int ngram = SpeculationParams{}.ngram_max;
   int ngram_min = SpeculationParams{}.ngram_min;
   std::string draft_model;
+  bool mode_given = false;  // --spec was on the command line
 
-  // The speculation these flags describe (--draft-model alone means --spec draft), or
-  // Error(kInvalidArgument).
+  // The speculation these flags describe (--draft-model without --spec means --spec draft, whatever
+  // the command's default mode), or Error(kInvalidArgument).
   SpeculationParams params() const;
 };
 

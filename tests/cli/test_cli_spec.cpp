@@ -86,6 +86,9 @@ TEST(CliSpec, BadFlagsAreOneErrorLine) {
   test::expect_cli_error(run + " --spec draft", "--spec draft needs --draft-model");
   test::expect_cli_error(run + " --spec prompt-lookup --draft-model x.gguf", "--draft-model goes with --spec draft");
   test::expect_cli_error(run + " --draft-model /nonexistent/draft.gguf", "draft.gguf");
+  // bench spec speculates by prompt lookup unless told; a draft model alone switches it to draft.
+  test::expect_cli_error(fmt::format("bench spec -m {} --draft-model /nonexistent/draft.gguf", test::default_model_path()),
+                         "draft.gguf");
   test::expect_cli_error(fmt::format("eval niah {} --lengths 600 --out /tmp/x --draft-model {}", test::eval_args(),
                                      test::default_model_path()),
                          "prompt lookup, not a draft model");
