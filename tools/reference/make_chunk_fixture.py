@@ -23,7 +23,6 @@ compression_ratio (`ratio`), pressed always (`short` = always), as kvpress does.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -41,15 +40,10 @@ DEFAULT_OUT = mp.REPO / "tests" / "fixtures" / "press_chunks.json"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, default=mp.DEFAULT_MODEL)
+    ap = mp.fixture_parser(__doc__, DEFAULT_OUT, essays=False)
     ap.add_argument("--selections", type=Path, default=mp.DEFAULT_OUT, help="press_selections.json (its prompts)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
-
+    args = mp.fixture_args(ap)
     t_start = time.time()
-    torch.set_num_threads(args.threads)
     import kvpress as kp
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging

@@ -36,7 +36,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -66,6 +65,19 @@ def ratio_for(L: int, hkv: int, C: int) -> float:
     raise SystemExit(f"no ratio keeps {C} of {L} under both roundings")
 
 
+def hand_tokenizer_to_kvzip(tok):
+    """KVzipPress loads its tokenizer by the model's name, which a GGUF-loaded model has not: make
+    it get tok instead."""
+    import kvpress.presses.kvzip_press as kz
+
+    class HandOver:
+        @staticmethod
+        def from_pretrained(*args, **kwargs):
+            return tok
+
+    kz.AutoTokenizer = HandOver
+
+
 def run_kvzip(model, tok, ids, ratio):
     """kvpress's KVzipPress(layerwise=True) on ids: (scores [layers, Hkv, L] before selection,
     kept positions per layer and head)."""
@@ -73,12 +85,7 @@ def run_kvzip(model, tok, ids, ratio):
 
     import kvpress.presses.kvzip_press as kz
 
-    class HandOver:  # the press loads its tokenizer by the model's name: give it ours
-        @staticmethod
-        def from_pretrained(*args, **kwargs):
-            return tok
-
-    kz.AutoTokenizer = HandOver
+    hand_tokenizer_to_kvzip(tok)
     press = kz.KVzipPress(compression_ratio=ratio, layerwise=True, n_sink=N_SINK)
     got = {}
     post = press.compress_post
@@ -130,15 +137,8 @@ def joint_bounds(scores: np.ndarray, kept, C: int):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, default=mpf.DEFAULT_MODEL)
-    ap.add_argument("--essays", type=Path, default=mpf.DEFAULT_ESSAYS)
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
-
+    args = mpf.fixture_args(mpf.fixture_parser(__doc__, DEFAULT_OUT))
     t_start = time.time()
-    torch.set_num_threads(args.threads)
     import kvpress  # noqa: F401
     model_path = args.model.resolve()
     tok, prompts, model, tok_check = mpf.load_hf(model_path, args.essays, 2)

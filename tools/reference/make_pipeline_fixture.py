@@ -31,7 +31,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-import argparse  # noqa: E402
 import copy  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -72,32 +71,18 @@ def presses(L: int, hkv: int):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, default=mpf.DEFAULT_MODEL)
-    ap.add_argument("--essays", type=Path, default=mpf.DEFAULT_ESSAYS)
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
-
+    args = mpf.fixture_args(mpf.fixture_parser(__doc__, DEFAULT_OUT))
     t_start = time.time()
-    torch.set_num_threads(args.threads)
     import kvpress  # noqa: F401  (registers the pipeline)
-    import kvpress.presses.kvzip_press as kz
     from transformers import pipeline
 
     model_path = args.model.resolve()
     tok, prompts, model, tok_check = mpf.load_hf(model_path, args.essays, 2)
     if tok.chat_template is None:
         raise SystemExit("the tokenizer has no chat template: the pipeline would not apply one")
-    plain = copy.deepcopy(tok)
+    plain = copy.deepcopy(tok)  # KVzipPress's tokenizer: ours, untemplated
     plain.chat_template = None
-
-    class HandOver:  # KVzipPress loads its tokenizer by the model's name: give it ours, untemplated
-        @staticmethod
-        def from_pretrained(*a, **k):
-            return plain
-
-    kz.AutoTokenizer = HandOver
+    mkz.hand_tokenizer_to_kvzip(plain)
     pipe = pipeline("kv-press-text-generation", model=model, tokenizer=tok, device="cpu")
 
     steps = []

@@ -776,20 +776,34 @@ def case_record(prompt_idx, reference, options, kvpress_args, kept, bounds, extr
 # ----------------------------------------------------------------------------------------
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def fixture_parser(doc: str, default_out: Path, essays: bool = True) -> argparse.ArgumentParser:
+    """The options of every press fixture script: --model, --essays (unless essays=False), --out,
+    --threads."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
-    ap.add_argument("--essays", type=Path, default=DEFAULT_ESSAYS)
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    if essays:
+        ap.add_argument("--essays", type=Path, default=DEFAULT_ESSAYS)
+    ap.add_argument("--out", type=Path, default=default_out)
     ap.add_argument("--threads", type=int, default=2)
+    return ap
+
+
+def fixture_args(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """The parsed options, with torch's thread count set from --threads."""
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    return args
+
+
+def main() -> int:
+    ap = fixture_parser(__doc__, DEFAULT_OUT)
     ap.add_argument("--h2o-prompts", type=int, default=2, help="ObservedAttentionPress (eager, L x L weights) on the first N prompts")
     ap.add_argument("--no-verify", action="store_true", help="skip re-running prompt 0 with kvpress's context manager")
     ap.add_argument("--prompts", type=int, default=len(PROMPTS), help="only the first N prompts (debugging)")
-    args = ap.parse_args()
+    args = fixture_args(ap)
 
     t_start = time.time()
     torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
     import kvpress  # noqa: F401  (patches transformers' attention functions at import)
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging

@@ -33,7 +33,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -123,15 +122,8 @@ def run_case(model, ids, C):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, default=mpf.DEFAULT_MODEL)
-    ap.add_argument("--essays", type=Path, default=mpf.DEFAULT_ESSAYS)
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
-
+    args = mpf.fixture_args(mpf.fixture_parser(__doc__, DEFAULT_OUT))
     t_start = time.time()
-    torch.set_num_threads(args.threads)
     model_path = args.model.resolve()
     _, prompts, model, tok_check = mpf.load_hf(model_path, args.essays, 2)
 
