@@ -22,6 +22,9 @@ class Drafter {
   std::vector<int32_t> propose(std::span<const int32_t> history, int k);
   // How many of the last proposal's drafts the verification kept.
   void kept(int n_kept);
+  // Catches up with history before the first proposal, so that the work of reading the prompt
+  // (a draft model's prefill) falls in the prompt's prefill rather than in the first decode step.
+  virtual void follow(std::span<const int32_t> /*history*/) {}
 
  protected:
   virtual std::vector<int32_t> draft(std::span<const int32_t> history, int k) = 0;
@@ -37,8 +40,8 @@ std::unique_ptr<Drafter> prompt_lookup_drafter(int ngram_min, int ngram_max);
 
 // A draft model's greedy continuation. draft follows history: it keeps the longest prefix of its
 // tokens that history starts with (dropping the rest, e.g. rejected drafts), runs the remainder
-// (its first prefill pressed when draft has a press) and then decodes k - 1 tokens. It must use
-// the same vocabulary as the verifying model.
+// (its first prefill pressed when draft has a press; follow() runs the prompt ahead) and then
+// decodes k - 1 tokens. It must use the same vocabulary as the verifying model.
 std::unique_ptr<Drafter> model_drafter(Sequence& draft);
 
 }  // namespace snapkv

@@ -43,6 +43,7 @@ GenerateStats generate(Sequence& session, const Tokenizer& tokenizer, std::span<
   st.n_prompt = static_cast<int>(prompt.size());
   Timer timer;
   session.prefill(prompt, progress, params.compress_prompt);
+  if (drafter) drafter->follow(session.tokens());  // a draft model reads the prompt too
   st.prefill_s = timer.seconds();
 
   Utf8Stream utf8;

@@ -153,6 +153,13 @@ TEST(Speculative, StopsWhereDecodingStopsAndRefusesWhatItCannotDo) {
   EXPECT_EQ(spec.n_past(), plain.n_past());
   EXPECT_EQ(spec.n_past(), n_ctx);
 
+  // A draft model reads the prompt in the prefill (where its time is counted), not at the first
+  // decode step: with nothing generated, it holds the prompt and the target's logits after it.
+  Sequence target(model, 2048, pool), draft(model, 2048, pool);
+  generate_greedy(target, prompt, 0, SpecMode::kDraft, 3, &draft);
+  EXPECT_EQ(draft.tokens(), prompt);
+  EXPECT_TRUE(std::ranges::equal(draft.logits(), target.logits()));
+
   Sequence s(model, 2048, pool);
   GenerateParams p;
   p.speculation.mode = SpecMode::kDraft;
