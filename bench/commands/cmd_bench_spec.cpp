@@ -7,8 +7,7 @@
 // record to record), each greedy, stopping at the end of the answer or after -n tokens.
 // Reported per setting: the median ms per generated token (min-max over the records), the
 // prefill's seconds (a draft model's prefill of the prompt included), the speed-up over plain
-// full-cache decoding on the same record, tokens per forward pass, the share
-// of drafts accepted, and how many answers equal the non-speculative run's token for token (where
+// full-cache decoding on the same record, tokens per forward pass, the share of drafts accepted, and how many answers equal the non-speculative run's token for token (where
 // one parts, the plain run's logit margin between the two tokens there, replayed).
 // On the public API only (snapkv/model.h, snapkv/session.h, generate).
 #include <fmt/core.h>
@@ -222,9 +221,8 @@ int bench_spec(SpecBenchOptions o) {
                                                    *std::max_element(margins.begin(), margins.end())));
         results.push_back({{"set", set}, {"length", length}, {"setting", settings[s].name}, {"ms_per_token", ms},
                            {"prefill_s", prefill_s}, {"speedup_vs_plain_full", speedup}, {"tokens_per_pass", per_pass},
-                           {"drafted", drafted},
-                           {"accepted", accepted}, {"same_answers", same}, {"parting_margins", margins},
-                           {"records", used}});
+                           {"drafted", drafted}, {"accepted", accepted}, {"same_answers", same},
+                           {"parting_margins", margins}, {"records", used}});
       }
     }
   }
