@@ -7,8 +7,9 @@
 // record to record), each greedy, stopping at the end of the answer or after -n tokens.
 // Reported per setting: the median ms per generated token (min-max over the records), the
 // prefill's seconds (a draft model's prefill of the prompt included), the speed-up over plain
-// full-cache decoding on the same record, tokens per forward pass, the share of drafts accepted, and how many answers equal the non-speculative run's token for token (where
-// one parts, the plain run's logit margin between the two tokens there, replayed).
+// full-cache decoding on the same record, tokens per forward pass, the share of drafts accepted,
+// and how many answers equal the non-speculative run's token for token (where one parts, the
+// plain run's logit margin between the two tokens there, replayed).
 // On the public API only (snapkv/model.h, snapkv/session.h, generate).
 #include <fmt/core.h>
 
