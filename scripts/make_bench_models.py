@@ -58,7 +58,7 @@ POOL_SIZE = (1 << 25) + 4099
 
 
 def die(msg):
-    sys.exit(f"make_bench_models.py: {msg}")
+    sys.exit(f"{Path(sys.argv[0]).name}: {msg}")
 
 
 def tensor_shapes(s: Shape, n_vocab: int):
@@ -84,11 +84,12 @@ def tensor_shapes(s: Shape, n_vocab: int):
     return out
 
 
-def copy_tokenizer(reader: GGUFReader, writer: GGUFWriter):
-    """Every tokenizer.* key of the source, byte for byte (strings as raw bytes, not re-decoded)."""
+def copy_fields(reader: GGUFReader, writer: GGUFWriter, keep):
+    """Every metadata key of the source for which keep(key) holds, byte for byte (strings as raw
+    bytes, not re-decoded); returns the number of tokens in tokenizer.ggml.tokens if it was copied."""
     n_vocab = None
     for key, f in reader.fields.items():
-        if not key.startswith("tokenizer."):
+        if key.startswith("GGUF.") or not keep(key):
             continue
         vtype = f.types[0]
         if vtype == GGUFValueType.ARRAY:
@@ -104,8 +105,6 @@ def copy_tokenizer(reader: GGUFReader, writer: GGUFWriter):
             writer.add_key_value(key, bytes(f.parts[f.data[0]]), vtype)
         else:
             writer.add_key_value(key, f.parts[f.data[0]].tolist()[0], vtype)
-    if not n_vocab:
-        die(f"{reader.data.filename}: no tokenizer.ggml.tokens to borrow")
     return n_vocab
 
 
@@ -134,7 +133,9 @@ def write_source(shape_name: str, s: Shape, tokenizer_gguf: Path, path: Path, se
     w.add_rope_freq_base(s.rope_theta)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_file_type(1)  # mostly F16
-    n_vocab = copy_tokenizer(reader, w)
+    n_vocab = copy_fields(reader, w, lambda key: key.startswith("tokenizer."))
+    if not n_vocab:
+        die(f"{tokenizer_gguf}: no tokenizer.ggml.tokens to borrow")
     w.add_vocab_size(n_vocab)
     del reader
 

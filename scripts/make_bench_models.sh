@@ -1,13 +1,5 @@
 #!/usr/bin/env bash
-# Runs scripts/make_bench_models.py in its own venv (numpy and the gguf package from PyPI, made on
-# first use in tools/reference/.venv-gguf, which git ignores). Arguments go to the script; see
+# Runs scripts/make_bench_models.py in the gguf venv (scripts/gguf_python.sh). Arguments go to the
+# script; see
 #   bash scripts/make_bench_models.sh --help
-set -euo pipefail
-cd "$(dirname "$0")/.."
-VENV="${SNAPKV_GGUF_VENV:-tools/reference/.venv-gguf}"
-if ! "$VENV/bin/python" -c "import numpy, gguf" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet numpy 'gguf>=0.17'
-fi
-exec "$VENV/bin/python" scripts/make_bench_models.py "$@"
+exec bash "$(dirname "$0")/gguf_python.sh" scripts/make_bench_models.py "$@"
