@@ -50,12 +50,16 @@ def field_value(f):
     return f.parts[f.data[0]].tolist()[0]
 
 
+def field_string(f) -> str:
+    return bytes(f.parts[f.data[0]]).decode(errors="replace")
+
+
 def write_draft(reader: GGUFReader, arch: str, keep: list[int], which: str, stem: str, tmp: Path):
     """The draft GGUF (blocks keep, renumbered in order) to tmp."""
     renumber = {old: new for new, old in enumerate(keep)}
     w = GGUFWriter(str(tmp), arch)
     copy_fields(reader, w, lambda key: key not in ("general.architecture", "general.name", f"{arch}.block_count"))
-    name = bytes(reader.fields["general.name"].parts[-1]).decode() if "general.name" in reader.fields else stem
+    name = field_string(reader.fields["general.name"]) if "general.name" in reader.fields else stem
     w.add_name(f"{name}, layers {which} (draft)")
     w.add_block_count(len(keep))
     tensors = []
@@ -88,7 +92,7 @@ def main():
         die(f"{a.model}: not a readable GGUF ({e})")
     if "general.architecture" not in reader.fields:
         die(f"{a.model}: no general.architecture")
-    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode(errors="replace")
+    arch = field_string(reader.fields["general.architecture"])
     if arch not in UNIFORM_ARCHS:
         die(f"{a.model}: architecture {arch!r} is not one whose blocks are all alike ({', '.join(UNIFORM_ARCHS)})")
     if f"{arch}.block_count" not in reader.fields:
