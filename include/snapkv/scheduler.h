@@ -148,7 +148,7 @@ class Scheduler {
   // Starts the loop thread; the model's thread count runs each step. draft: a model of the same
   // vocabulary for requests that speculate with SpecMode::kDraft; each such request drafts with
   // its own session on it (the request's press, its cache within the request's reservation),
-  // which prefills the text so far at the request's first decode step. Error(kInvalidArgument)
+  // which prefills the prompt after the model does, in the same slices. Error(kInvalidArgument)
   // for invalid options or a draft model of another vocabulary.
   Scheduler(const Model& model, const SchedulerOptions& options, const Model* draft = nullptr);
   ~Scheduler();  // stop()

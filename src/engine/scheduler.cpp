@@ -133,8 +133,9 @@ struct BatchScheduler::Running {
   // admitted with it that share them; then its press goes on from that state.
   int doc_len = 0;
   size_t extra = 0;  // bytes reserved beyond stats.kv_reserved while its prefill holds a whole cache
-  // Speculative decoding, made at its first decode step: with SpecMode::kDraft a session on the
-  // draft model (before drafter, which holds it).
+  // Speculative decoding: with SpecMode::kDraft a session on the draft model, which prefills the
+  // prompt after the model does (before drafter, which holds it); the drafter is made at the
+  // first decode step.
   std::unique_ptr<Sequence> draft;
   std::unique_ptr<Drafter> drafter;
   int32_t next = -1;  // the token its last decode step sampled, to emit next
@@ -447,7 +448,10 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
     Running& r = *prefilling[prefill_turn_++ % prefilling.size()];
     bool ended = false;
     try {
-      if (!r.session->prefill_step()) {
+      if (r.draft) {
+        // The model has read the prompt and its draft model reads it now, piece by piece as well.
+        if (r.draft->prefill_step()) start_decoding(r);
+      } else if (!r.session->prefill_step()) {
         // more to come
       } else if (r.doc_len > 0) {
         // The shared document is in: a copy for the requests waiting for it, and r goes on with its
@@ -458,9 +462,16 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
         r.doc_len = 0;
         ended = true;
       } else {
-        r.stats.prefill_s = r.timer.seconds();
-        r.timer.reset();
-        r.decoding = ended = true;
+        ended = true;
+        if (r.req.params.speculation.mode == SpecMode::kDraft) {
+          r.draft = std::make_unique<Sequence>(*draft_, draft_ctx(), pool_, sequence_options(r.req.press));
+        }
+        // A prompt over the draft model's context gets no drafts (ModelDrafter), so no prefill.
+        if (r.draft && r.req.prompt.size() <= static_cast<size_t>(r.draft->n_ctx())) {
+          r.draft->begin_prefill(r.req.prompt);
+        } else {
+          start_decoding(r);
+        }
         if (r.share) {
           // A copy for the sequences waiting for it (the loop keeps the cache within the budget).
           cache_.put(cache_key(r.req.press), r.session->prefix_copy(r.session->n_past()));
@@ -478,6 +489,12 @@ void BatchScheduler::prefill_slice(std::vector<std::unique_ptr<Running>>& runnin
   }
   std::lock_guard lk(mu_);
   metrics_.prefill_s += slice.seconds();
+}
+
+void BatchScheduler::start_decoding(Running& r) {
+  r.stats.prefill_s = r.timer.seconds();
+  r.timer.reset();
+  r.decoding = true;
 }
 
 void BatchScheduler::start_waiting(std::vector<std::unique_ptr<Running>>& running) {
@@ -528,12 +545,7 @@ void BatchScheduler::decode_step(std::vector<std::unique_ptr<Running>>& running)
       continue;
     }
     const SpeculationParams& spec = r.req.params.speculation;
-    if (spec.mode != SpecMode::kNone && !r.drafter) {
-      if (spec.mode == SpecMode::kDraft) {
-        r.draft = std::make_unique<Sequence>(*draft_, draft_ctx(), pool_, sequence_options(r.req.press));
-      }
-      r.drafter = make_drafter(spec, *r.session, r.draft.get());
-    }
+    if (spec.mode != SpecMode::kNone && !r.drafter) r.drafter = make_drafter(spec, *r.session, r.draft.get());
     members.push_back(&r);
     rows.push_back({r.session.get(), &r.sampler, r.drafter.get(), id,
                     draft_room(*r.session, spec.k, r.req.params.max_tokens - r.stats.n_generated), {}, nullptr});

@@ -54,6 +54,8 @@ class BatchScheduler {
   void loop();
   void admit(std::vector<std::unique_ptr<Running>>& running);
   void prefill_slice(std::vector<std::unique_ptr<Running>>& running);
+  // r's prompt is in (and its draft model's): it decodes from the next step.
+  void start_decoding(Running& r);
   // One batched forward step of every decoding sequence: its next token, with speculation also
   // drafts (batched_step: verified, the accepted ones emitted, the others rolled back).
   void decode_step(std::vector<std::unique_ptr<Running>>& running);
