@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "engine/scheduler.h"
@@ -365,6 +367,46 @@ TEST(Scheduler, DraftModelRequestsKeepTheGreedyAnswers) {
   EXPECT_GT(drafted, 20);
   EXPECT_GE(accepted * 10, drafted * 9) << "the model drafting for itself";
   EXPECT_EQ(fu.stats.kv_reserved, 2 * pu.stats.kv_reserved) << "its draft session's cache, the same model's";
+}
+
+// A drafting request's draft model reads the prompt after the model does, in the prefill slices
+// between decode steps: with slices of one piece, a decoding neighbour gets a token for every
+// piece of both prefills (about twice as many as beside a request without a draft), where a draft
+// prefill inside the request's first decode step would have given it one.
+TEST(Scheduler, DraftModelPrefillsInSlicesWhileOthersDecode) {
+  Served s;
+  SchedulerOptions o = speculation_options();
+  o.prefill_slice_s = 1e-9;  // one piece per slice, then a decode step
+  BatchScheduler scheduler(s.model, *s.tokenizer, 2, o, {}, &s.model);
+  const std::vector<int32_t> essay = fixture_cases().back().prompt;  // 1000 tokens: 4 chunks x 30 layers
+  // The neighbour's tokens from the request's submission to its first text.
+  const auto neighbour_tokens = [&](SpecMode mode) {
+    const auto emitted = std::make_shared<std::atomic<int>>(0);
+    const auto first_text = [](Job& job) {
+      for (Job::Update u; u.text.empty() && !u.done;) u = job.next(1000ms);
+    };
+    Rejection rejected{};
+    const auto a = scheduler.submit(greedy_request({essay.begin(), essay.begin() + 16}, 1000), &rejected);
+    EXPECT_TRUE(a) << rejected.message;
+    first_text(*a);
+    a->on_update([emitted] { ++*emitted; });
+    SequenceRequest req = greedy_request(essay, 4);
+    req.params.speculation = speculation(mode, 2);
+    const int at_submit = *emitted;
+    const auto b = scheduler.submit(std::move(req), &rejected);
+    EXPECT_TRUE(b) << rejected.message;
+    first_text(*b);
+    const int during = *emitted - at_submit;
+    a->on_update({});
+    a->cancel();
+    drain(*a);
+    EXPECT_EQ(drain(*b).second.reason, FinishReason::kLength);
+    return during;
+  };
+  const int beside_plain = neighbour_tokens(SpecMode::kNone);
+  const int beside_draft = neighbour_tokens(SpecMode::kDraft);
+  EXPECT_GE(beside_plain, 100) << "a token per piece of the model's prefill";
+  EXPECT_GE(beside_draft * 2, beside_plain * 3) << beside_draft << " against " << beside_plain;
 }
 
 TEST(Scheduler, AdmissionKeepsTheKvBudgetAndBoundsTheQueue) {
