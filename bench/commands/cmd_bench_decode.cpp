@@ -57,6 +57,8 @@ struct DecodeBenchOptions {
   std::string llama_python;  // empty: no llama.cpp contender
   std::string llama_script = "bench/scripts/llama_bench.py";
   std::string llama_bench;  // llama.cpp's llama-bench binary: the native comparison instead
+  std::string llama_fa_prefill = "0,1", llama_fa_decode = "0,1";  // its -fa settings
+  bool no_warmup = false;  // with llama-bench: no untimed prompt before the timed one, either engine
   std::string out;
   ModelFlags model_flags;
   bool warm_prefill = false;  // prefill the prompt once untimed first, as llama-bench does
@@ -202,16 +204,17 @@ std::string mib(double bytes) { return std::isfinite(bytes) ? fmt::format("{:.1f
 // snapkv against llama-bench: our contenders at batch 1 on the essays' first tokens (llama-bench
 // prefills random tokens; the speed of either does not depend on which tokens they are). Each of
 // our processes prefills the prompt once untimed before the timed prefill, as llama-bench runs a
-// warm-up prompt before its timed one.
+// warm-up prompt before its timed one (neither with --no-warmup).
 int bench_decode_versus_llama_bench(DecodeBenchOptions o) {
   check_llama_bench(o.llama_bench);
   o.batches = {1};
-  o.warm_prefill = true;
+  o.warm_prefill = !o.no_warmup;
   if (o.lengths.empty()) o.lengths = {512};
   const Prompts prompts = read_prompts(o);
   PeerBenchOptions p;
   p.llama_bench = o.llama_bench, p.model = o.model, p.lengths = prompts.lengths, p.capacities = o.capacities;
   p.n_decode = o.n_decode, p.reps = o.reps, p.threads = o.threads;
+  p.fa_prefill = o.llama_fa_prefill, p.fa_decode = o.llama_fa_decode, p.warmup = !o.no_warmup;
   p.decode_activations = o.model_flags.decode_activations, p.out = o.out;
   for (int c : o.capacities) {
     PressConfig press;
@@ -376,6 +379,18 @@ Action add_bench_decode(CLI::App& app) {
                  "capacities below the prompt; writes bench_llamacpp.md/.json")
       ->excludes(llama_python)
       ->excludes(batches);
+  const CLI::Validator fa_values(
+      [](const std::string& v) { return v == "0" || v == "1" || v == "0,1" ? std::string() : "must be 0, 1 or 0,1"; },
+      "0|1|0,1");
+  app.add_option("--llama-fa-prefill", o->llama_fa_prefill,
+                 "with --llama-bench: its flash attention setting(s) for the prefill (0, 1, or 0,1: the better)")
+      ->check(fa_values)
+      ->capture_default_str();
+  app.add_option("--llama-fa-decode", o->llama_fa_decode, "with --llama-bench: the same for the decode")
+      ->check(fa_values)
+      ->capture_default_str();
+  app.add_flag("--no-warmup", o->no_warmup,
+               "with --llama-bench: neither engine prefills the prompt untimed before the timed prefill (long prompts)");
   app.add_option("--out", o->out, "directory for bench_decode.md/.json and SVG plots");
   add_model_flags(app, o->model_flags);
   return [o] { return bench_decode(*o); };

@@ -56,17 +56,19 @@ std::string log_tail(const fs::path& log, size_t lines) {
   return out.empty() ? "(nothing)" : out;
 }
 
-// One llama-bench invocation with flash attention off and on; returns (best tokens/s, its
-// flash_attn) and llama-bench's build commit. Its log (stderr) goes to `log`, shown on failure.
+// One llama-bench invocation with flash attention settings `fa` ("0", "1" or "0,1"); returns
+// (best tokens/s, its flash_attn) and llama-bench's build commit. Its log (stderr) goes to `log`, shown on failure.
 struct PeerResult {
   double tps = 0;
   int fa = -1;
   std::string build_commit, cpu_info;
 };
 
-PeerResult run_llama_bench(const PeerBenchOptions& o, const std::string& test_args, const fs::path& log) {
-  const std::string cmd = fmt::format("{} -m {} -t {} {} -r 1 -fa 0,1 -o json 2>{}", shell_quote(o.llama_bench),
-                                      shell_quote(o.model), o.threads, test_args, shell_quote(log.string()));
+PeerResult run_llama_bench(const PeerBenchOptions& o, const std::string& test_args, const std::string& fa,
+                           const fs::path& log) {
+  const std::string cmd =
+      fmt::format("{} -m {} -t {} {} -r 1 -fa {}{} -o json 2>{}", shell_quote(o.llama_bench), shell_quote(o.model),
+                  o.threads, test_args, fa, o.warmup ? "" : " --no-warmup", shell_quote(log.string()));
   std::string out;
   try {
     out = run_command(cmd);
@@ -129,8 +131,9 @@ int bench_versus_llama_bench(const PeerBenchOptions& o, const MeasureOurs& measu
   getloadavg(load, 1);
   std::string head = fmt::format(
       "# snapkv against llama-bench: {}, prompts of {} tokens, {} decode steps after them, {} threads, {} "
-      "alternating repetitions, our decode activations {} (load average at start {:.2f})\n\n",
-      o.model, fmt::join(o.lengths, ", "), o.n_decode, o.threads, o.reps, o.decode_activations, load[0]);
+      "alternating repetitions, our decode activations {}, {} (load average at start {:.2f})\n\n",
+      o.model, fmt::join(o.lengths, ", "), o.n_decode, o.threads, o.reps, o.decode_activations,
+      o.warmup ? "each engine's timed prompt after an untimed one" : "no warm-up prompt", load[0]);
   fmt::print("{}", head);
 
   nlohmann::json runs = nlohmann::json::array();
@@ -159,8 +162,8 @@ int bench_versus_llama_bench(const PeerBenchOptions& o, const MeasureOurs& measu
         const Contender& c = contenders[ci];
         nlohmann::json m = {{"length", length}, {"contender", c.name}, {"rep", rep}, {"bandwidth", bw}};
         if (c.peer) {
-          const PeerResult p = run_llama_bench(o, fmt::format("-p {} -n 0", length), log);
-          const PeerResult d = run_llama_bench(o, fmt::format("-p 0 -n {} -d {}", o.n_decode, length), log);
+          const PeerResult p = run_llama_bench(o, fmt::format("-p {} -n 0", length), o.fa_prefill, log);
+          const PeerResult d = run_llama_bench(o, fmt::format("-p 0 -n {} -d {}", o.n_decode, length), o.fa_decode, log);
           build_commit = p.build_commit, cpu_info = p.cpu_info;
           prefill[ci].push_back(p.tps);
           decode[ci].push_back(d.tps);
@@ -217,11 +220,12 @@ int bench_versus_llama_bench(const PeerBenchOptions& o, const MeasureOurs& measu
   fs::remove(log);
 
   const std::string md = fmt::format(
-      "llama.cpp: llama-bench {} (build {}), the better of flash attention off and on per measurement; CPU: {}.\n"
+      "llama.cpp: llama-bench {} (build {}), flash attention (`-fa`) {} for prefill and {} for decode, the better "
+      "where both; CPU: {}.\n"
       "Medians (min–max) over the repetitions. Bound: (weight bytes read per decode step, {:.1f} MB, + KV bytes) "
       "/ the read bandwidth measured before each repetition.\n\n### Speed\n\n{}\n### Ours / llama.cpp (speed "
       "ratios of the runs of one repetition; above 1: snapkv faster)\n\n{}",
-      o.llama_bench, build_commit, cpu_info, weight_bytes / 1e6, md_speed, md_ratio);
+      o.llama_bench, build_commit, o.fa_prefill, o.fa_decode, cpu_info, weight_bytes / 1e6, md_speed, md_ratio);
   fmt::print("{}", md);
   if (o.out.empty()) return 0;
   write_text_file(fs::path(o.out) / "bench_llamacpp.md", head + md);
@@ -230,6 +234,9 @@ int bench_versus_llama_bench(const PeerBenchOptions& o, const MeasureOurs& measu
                                  {"threads", o.threads},
                                  {"n_decode", o.n_decode},
                                  {"reps", o.reps},
+                                 {"llama_fa_prefill", o.fa_prefill},
+                                 {"llama_fa_decode", o.fa_decode},
+                                 {"warmup", o.warmup},
                                  {"decode_activations", o.decode_activations},
                                  {"llama_bench", o.llama_bench},
                                  {"llama_build_commit", build_commit},

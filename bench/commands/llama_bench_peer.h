@@ -6,7 +6,8 @@
 // Per prompt length P and repetition: each of our contenders once (a fresh process: an untimed
 // prefill of P tokens, the timed one, then N decode steps after one untimed step), and llama-bench once for prefill
 // (`-p P -n 0`) and once for decode at the same depth (`-p 0 -n N -d P`), each with flash
-// attention off and on (`-fa 0,1`, one repetition, `-o json`), the better of the two kept. The
+// attention off and on (`-fa 0,1`, one repetition, `-o json`; or only the setting asked for), the
+// better of the two kept. Without warm-up, neither engine runs its untimed prompt first. The
 // memory read bandwidth is measured before each repetition, for the decode's bound: (bytes of
 // weights a decode step reads + KV bytes) / bandwidth.
 #include <functional>
@@ -23,6 +24,8 @@ struct PeerBenchOptions {
   int n_decode = 64;
   int reps = 5;
   int threads = 1;
+  std::string fa_prefill = "0,1", fa_decode = "0,1";  // llama-bench's -fa for each measurement
+  bool warmup = true;  // llama-bench's warm-up prompt (ours: MeasureOurs's own)
   std::string decode_activations;  // ours, for the report
   std::string out;                 // directory for bench_llamacpp.md / .json; empty: print only
 };

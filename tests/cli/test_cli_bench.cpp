@@ -142,15 +142,20 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
 }
 
 // A stand-in for llama.cpp's llama-bench: logs its arguments, prints results of the JSON shape
-// llama-bench -o json prints, faster with flash attention on; `fail` in its path makes it fail.
+// llama-bench -o json prints for the flash attention settings asked for (`-fa 0,1`, `-fa 1` or
+// `-fa 0`), faster with it on; `fail` in its path makes it fail.
 std::filesystem::path fake_llama_bench(const std::filesystem::path& dir, bool fail) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path bin = dir / (fail ? "fail-llama-bench" : "llama-bench");
+  const std::string off = R"({\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", \"flash_attn\": 0, \"avg_ts\": 100.0})";
+  const std::string on = R"({\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", \"flash_attn\": 1, \"avg_ts\": 200.0})";
   std::ofstream(bin) << "#!/bin/sh\necho \"$@\" >>" << (dir / "args.txt").string() << "\n"
                      << (fail ? "echo 'error: failed to load model' >&2; exit 1\n" : "")
-                     << "echo '[{\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", \"flash_attn\": 0, "
-                        "\"avg_ts\": 100.0}, {\"build_commit\": \"fake123\", \"cpu_info\": \"test cpu\", "
-                        "\"flash_attn\": 1, \"avg_ts\": 200.0}]'\n";
+                     << "case \" $* \" in\n"
+                     << "  *' -fa 0,1 '*) echo \"[" << off << ", " << on << "]\" ;;\n"
+                     << "  *' -fa 1 '*) echo \"[" << on << "]\" ;;\n"
+                     << "  *) echo \"[" << off << "]\" ;;\n"
+                     << "esac\n";
   std::filesystem::permissions(bin, std::filesystem::perms::owner_all);
   return bin;
 }
@@ -203,6 +208,29 @@ TEST(CliBench, DecodeAlternatesWithLlamaBench) {
   test::expect_cli_error(fmt::format("bench decode -m {} --data {} --llama-bench {} --lengths 64 -n 1 --reps 1",
                                      test::default_model_path(), test::data_dir(), fake_llama_bench(dir, true).string()),
                          "failed to load model");
+
+  // One flash attention setting per measurement, and no warm-up prompt on either side.
+  std::filesystem::remove(dir / "args.txt");
+  const test::CliRun one = test::run_cli(
+      fmt::format("bench decode -m {} --data {} -t 2 --llama-bench {} --lengths 64 --capacities 48 -n 2 --reps 1 "
+                  "--llama-fa-prefill 1 --llama-fa-decode 0 --no-warmup --out {}",
+                  test::default_model_path(), test::data_dir(), bin.string(), (dir / "one").string()),
+      300);
+  ASSERT_EQ(one.status, 0) << one.err;
+  const std::string one_args = test::slurp(dir / "args.txt");
+  EXPECT_NE(one_args.find("-p 64 -n 0 -r 1 -fa 1 --no-warmup -o json"), std::string::npos) << one_args;
+  EXPECT_NE(one_args.find("-p 0 -n 2 -d 64 -r 1 -fa 0 --no-warmup -o json"), std::string::npos) << one_args;
+  const auto jo = nlohmann::json::parse(test::slurp(dir / "one" / "bench_llamacpp.json"));
+  EXPECT_EQ(jo["warmup"], false);
+  for (const auto& run : jo["runs"]) {
+    if (run["contender"] == "llama.cpp") {
+      EXPECT_EQ(run["prefill_flash_attn"], 1) << run;
+      EXPECT_EQ(run["decode_flash_attn"], 0) << run;
+      EXPECT_EQ(run["decode_tps"], 100.0) << run;
+    }
+  }
+  test::expect_cli_error(fmt::format("bench decode --llama-bench {} --llama-fa-decode 2", bin.string()),
+                         "--llama-fa-decode");
   std::filesystem::remove_all(dir);
 }
 
