@@ -6,6 +6,8 @@
 #
 #   bash scripts/bench_vs_llamacpp.sh                     # the whole grid (hours on 2 cores)
 #   CASES="1b:Q4_0" REPS=1 LENGTH=64 bash scripts/bench_vs_llamacpp.sh   # one short case
+#   CASES="1b:Q4_K_M" REPS=3 LENGTH=16384 EXTRA="--capacities 1024 --llama-fa-prefill 1 \
+#     --llama-fa-decode 0 --no-warmup" bash scripts/bench_vs_llamacpp.sh   # the 16K SnapKV case (~80 min)
 #
 # Environment (defaults in brackets):
 #   CASES     shape:type list, or gemma3 (the real Gemma-3-270M Q4_K_M of scripts/download_model.sh gemma3)
