@@ -373,7 +373,7 @@ Action add_bench_decode(CLI::App& app) {
   CLI::Option* llama_python = app.add_option("--llama-python", o->llama_python,
                  "Python with llama-cpp-python (e.g. tools/reference/.venv/bin/python): adds llama.cpp as a contender");
   app.add_option("--llama-script", o->llama_script, "the llama.cpp measurement script")->capture_default_str();
-  app.add_option("--llama-bench", o->llama_bench,
+  CLI::Option* llama_bench = app.add_option("--llama-bench", o->llama_bench,
                  "llama.cpp's llama-bench binary (scripts/build_llamacpp.sh): compare with it instead, at batch 1, "
                  "prefill of each prompt length (default 512) and decode after it; SnapKV contenders only for "
                  "capacities below the prompt; writes bench_llamacpp.md/.json")
@@ -385,12 +385,15 @@ Action add_bench_decode(CLI::App& app) {
   app.add_option("--llama-fa-prefill", o->llama_fa_prefill,
                  "with --llama-bench: its flash attention setting(s) for the prefill (0, 1, or 0,1: the better)")
       ->check(fa_values)
+      ->needs(llama_bench)
       ->capture_default_str();
   app.add_option("--llama-fa-decode", o->llama_fa_decode, "with --llama-bench: the same for the decode")
       ->check(fa_values)
+      ->needs(llama_bench)
       ->capture_default_str();
   app.add_flag("--no-warmup", o->no_warmup,
-               "with --llama-bench: neither engine prefills the prompt untimed before the timed prefill (long prompts)");
+               "with --llama-bench: neither engine prefills the prompt untimed before the timed prefill (long prompts)")
+      ->needs(llama_bench);
   app.add_option("--out", o->out, "directory for bench_decode.md/.json and SVG plots");
   add_model_flags(app, o->model_flags);
   return [o] { return bench_decode(*o); };

@@ -231,6 +231,7 @@ TEST(CliBench, DecodeAlternatesWithLlamaBench) {
   }
   test::expect_cli_error(fmt::format("bench decode --llama-bench {} --llama-fa-decode 2", bin.string()),
                          "--llama-fa-decode");
+  test::expect_cli_error("bench decode --no-warmup", "--llama-bench");  // does nothing without it
   std::filesystem::remove_all(dir);
 }
 
