@@ -183,6 +183,20 @@ static inline void TransposeRows(VI r[kVecRows]) {
 }
 #endif
 
+// The sums of c's 32 signed codes over each group of kGroup (16: bytes 0-15 and 16-31; 32: all),
+// into out: sums of 8 bytes with 128 added (vpsadbw against zero), less the 128s.
+template <int kGroup>
+static inline void GroupSums(__m256i c, int32_t* out) {
+  const __m256i eights = _mm256_sad_epu8(_mm256_xor_si256(c, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
+  const auto at = [&](int k) { return static_cast<int32_t>(_mm256_extract_epi64(eights, k)) - 8 * 128; };
+  if constexpr (kGroup == 16) {
+    out[0] = at(0) + at(1);
+    out[1] = at(2) + at(3);
+  } else {
+    out[0] = at(0) + at(1) + at(2) + at(3);
+  }
+}
+
 // A row's codes of one block as the tile's steps want them, into out: with 8 bits the 32 codes,
 // with 16 bits widened to 16 bits, each 4 in q16 order (the middle two swapped, q16_slot).
 template <int kBits>
@@ -247,8 +261,11 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
       for (int64_t b = 0; b < nb; ++b) {
         gemm_block::Block blk;  // its scales and min; the codes go to rows[i]
         int8_t* code = rows[i] + b * 32 * kBits / 8;
+        int32_t sums[kGroupsPerBlock] = {};  // of each group's codes (8 bits: for the correction)
         if (src) {
-          StepCodes<kBits>(Codes<kType>(gemm_block::scales<kType>(src, bs + b, blk)), code);
+          const __m256i c = Codes<kType>(gemm_block::scales<kType>(src, bs + b, blk));
+          StepCodes<kBits>(c, code);
+          if constexpr (kBits == 8) GroupSums<kGroup>(c, sums);
         } else {
           std::memset(&blk, 0, sizeof(blk));
           std::memset(code, 0, 32 * kBits / 8);
@@ -256,11 +273,7 @@ static void Unpack(const WeightMatrix& w, int64_t r, int64_t r_end, int64_t b0, 
         for (int g = 0; g < kGroupsPerBlock; ++g) {
           const int64_t gi = (v * groups + b * kGroupsPerBlock + g) * kVecRows + i;
           tile.scale[gi] = blk.scale[g];
-          if constexpr (kBits == 8) {
-            int32_t sum = 0;
-            for (int k = 0; k < kGroup; ++k) sum += code[g * kGroup + k];
-            tile.corr[gi] = -128 * sum;
-          }
+          if constexpr (kBits == 8) tile.corr[gi] = -128 * sums[g];
         }
         tile.min[(v * nb + b) * kVecRows + i] = blk.min;
       }
