@@ -157,7 +157,7 @@ TEST(QkMatvec, NonFiniteActivationsGiveNaN) {
   }
 }
 
-// gather_row8 and gguf_row give back the GGUF bytes of any run of super-blocks of any row.
+// gather_row8, gather_rows8 and gguf_row give back the GGUF bytes of any run of super-blocks of any row.
 TEST(QkMatvec, GatherFromTheInterleavedCopyGivesTheGgufBlocks) {
   std::mt19937 rng(43);
   for (GgmlType type : kKTypes) {
@@ -179,6 +179,19 @@ TEST(QkMatvec, GatherFromTheInterleavedCopyGivesTheGgufBlocks) {
       }
       std::vector<uint8_t> scratch(w.row_bytes);
       ASSERT_EQ(std::memcmp(gguf_row(w, r, scratch.data()), m.data() + r * w.row_bytes, w.row_bytes), 0) << "row " << r;
+    }
+    for (int64_t g = 0; g < n_out / 8; ++g) {  // gather_rows8: 8 rows at once
+      for (int64_t b0 = 0; b0 < nb; ++b0) {
+        for (int64_t b1 = b0 + 1; b1 <= nb; ++b1) {
+          const size_t n = static_cast<size_t>((b1 - b0) * bb);
+          std::vector<uint8_t> got(8 * n);
+          gather_rows8(w, g, b0, b1, got.data());
+          for (int64_t r = 0; r < 8; ++r) {
+            ASSERT_EQ(std::memcmp(got.data() + r * n, m.data() + (8 * g + r) * w.row_bytes + b0 * bb, n), 0)
+                << "group " << g << " row " << r << " blocks " << b0 << ".." << b1;
+          }
+        }
+      }
     }
   }
 }
