@@ -100,9 +100,10 @@ void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint
     out += l.rest_at;
     int64_t k = 0;
 #if defined(__SSE2__)
-    // 4 chunks at a time, as two 4 x 4 transposes of 4-byte pieces (rows 0-3, rows 4-7): a third
-    // of the instructions of copying the pieces one by one, where prefill spent 10 % of its
-    // time. Piece (chunk k + j, row 4h + i) is lane i of c[j]; row 4h + i's 16 bytes, lane j.
+    // 4 chunks at a time, as two 4 x 4 transposes of 4-byte pieces (rows 0-3, rows 4-7), a third
+    // of the instructions of copying the pieces one by one (prefill gathers every tile of an
+    // interleaved matrix). Piece (chunk k + j, row 4h + i) is lane i of c[j]; row 4h + i's 16
+    // bytes, lane j.
     for (; k + 4 <= l.n_chunks; k += 4) {
       for (int h = 0; h < 2; ++h) {
         __m128i c[4];

@@ -157,45 +157,6 @@ TEST(QkMatvec, NonFiniteActivationsGiveNaN) {
   }
 }
 
-// gather_row8, gather_rows8 and gguf_row give back the GGUF bytes of any run of super-blocks of any row.
-TEST(QkMatvec, GatherFromTheInterleavedCopyGivesTheGgufBlocks) {
-  std::mt19937 rng(43);
-  for (GgmlType type : kKTypes) {
-    SCOPED_TRACE(name(type));
-    const int64_t n_in = 768, n_out = 16, nb = n_in / 256;
-    const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
-    WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
-    const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
-    w.rows8 = rows8.data();
-    const int64_t bb = ggml_type_info(type).block_bytes;
-    for (int64_t r = 0; r < n_out; ++r) {
-      for (int64_t b0 = 0; b0 < nb; ++b0) {
-        for (int64_t b1 = b0 + 1; b1 <= nb; ++b1) {
-          std::vector<uint8_t> got(static_cast<size_t>((b1 - b0) * bb));
-          gather_row8(w, r, b0, b1, got.data());
-          ASSERT_EQ(std::memcmp(got.data(), m.data() + r * w.row_bytes + b0 * bb, got.size()), 0)
-              << "row " << r << " blocks " << b0 << ".." << b1;
-        }
-      }
-      std::vector<uint8_t> scratch(w.row_bytes);
-      ASSERT_EQ(std::memcmp(gguf_row(w, r, scratch.data()), m.data() + r * w.row_bytes, w.row_bytes), 0) << "row " << r;
-    }
-    for (int64_t g = 0; g < n_out / 8; ++g) {  // gather_rows8: 8 rows at once
-      for (int64_t b0 = 0; b0 < nb; ++b0) {
-        for (int64_t b1 = b0 + 1; b1 <= nb; ++b1) {
-          const size_t n = static_cast<size_t>((b1 - b0) * bb);
-          std::vector<uint8_t> got(8 * n);
-          gather_rows8(w, g, b0, b1, got.data());
-          for (int64_t r = 0; r < 8; ++r) {
-            ASSERT_EQ(std::memcmp(got.data() + r * n, m.data() + (8 * g + r) * w.row_bytes + b0 * bb, n), 0)
-                << "group " << g << " row " << r << " blocks " << b0 << ".." << b1;
-          }
-        }
-      }
-    }
-  }
-}
-
 using test::expect_q8_and_q16_within_rounding;
 
 // matmul with kQ8 and kQ16 on a matrix with its interleaved copy: within the rounding of the
