@@ -39,13 +39,16 @@ struct Layout {
   int64_t n_chunks;   // its other bytes / 4
 
   size_t group_block(int64_t g, int64_t b) const { return static_cast<size_t>((g * n_blocks + b) * 8 * block); }
+  // Where row r's f16 field i and its 4-byte chunk k sit in the group's block.
+  static int64_t half_at(int64_t i, int64_t r) { return 16 * i + 2 * r; }
+  int64_t chunk_at(int64_t k, int64_t r) const { return 16 * n_halves + 32 * k + 4 * r; }
 
   // Calls f(offset in row r's block, offset in the group's block, bytes) for each piece of the
   // block: its f16 fields, then its other bytes 4 at a time.
   template <class F>
   void for_each_piece(int64_t r, F f) const {
-    for (int64_t i = 0; i < n_halves; ++i) f(halves_at + 2 * i, 16 * i + 2 * r, 2);
-    for (int64_t k = 0; k < n_chunks; ++k) f(rest_at + 4 * k, 16 * n_halves + 32 * k + 4 * r, 4);
+    for (int64_t i = 0; i < n_halves; ++i) f(halves_at + 2 * i, half_at(i, r), 2);
+    for (int64_t k = 0; k < n_chunks; ++k) f(rest_at + 4 * k, chunk_at(k, r), 4);
   }
 };
 
@@ -94,9 +97,8 @@ void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint
     const uint8_t* in = w.rows8 + l.group_block(g, b);
     uint8_t* out = dst + (b - b0) * l.block;  // row r's block at out + r * row_bytes
     for (int64_t i = 0; i < l.n_halves; ++i) {
-      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + l.halves_at + 2 * i, in + 16 * i + 2 * r, 2);
+      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + l.halves_at + 2 * i, in + Layout::half_at(i, r), 2);
     }
-    const uint8_t* chunks = in + 16 * l.n_halves;
     out += l.rest_at;
     int64_t k = 0;
 #if defined(__SSE2__)
@@ -107,7 +109,7 @@ void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint
     for (; k + 4 <= l.n_chunks; k += 4) {
       for (int h = 0; h < 2; ++h) {
         __m128i c[4];
-        for (int j = 0; j < 4; ++j) c[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunks + 32 * (k + j) + 16 * h));
+        for (int j = 0; j < 4; ++j) c[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + l.chunk_at(k + j, 4 * h)));
         const __m128i t0 = _mm_unpacklo_epi32(c[0], c[1]), t1 = _mm_unpackhi_epi32(c[0], c[1]);
         const __m128i t2 = _mm_unpacklo_epi32(c[2], c[3]), t3 = _mm_unpackhi_epi32(c[2], c[3]);
         const __m128i row[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2), _mm_unpacklo_epi64(t1, t3),
@@ -119,7 +121,7 @@ void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint
     }
 #endif
     for (; k < l.n_chunks; ++k) {
-      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + 4 * k, chunks + 32 * k + 4 * r, 4);
+      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + 4 * k, in + l.chunk_at(k, r), 4);
     }
   }
 }
