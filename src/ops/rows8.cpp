@@ -42,15 +42,55 @@ struct Layout {
   // Where row r's f16 field i and its 4-byte chunk k sit in the group's block.
   static int64_t half_at(int64_t i, int64_t r) { return 16 * i + 2 * r; }
   int64_t chunk_at(int64_t k, int64_t r) const { return 16 * n_halves + 32 * k + 4 * r; }
-
-  // Calls f(offset in row r's block, offset in the group's block, bytes) for each piece of the
-  // block: its f16 fields, then its other bytes 4 at a time.
-  template <class F>
-  void for_each_piece(int64_t r, F f) const {
-    for (int64_t i = 0; i < n_halves; ++i) f(halves_at + 2 * i, half_at(i, r), 2);
-    for (int64_t k = 0; k < n_chunks; ++k) f(rest_at + 4 * k, chunk_at(k, r), 4);
-  }
 };
+
+#if defined(__SSE2__)
+// c[i] lane j goes to c[j] lane i (4-byte lanes).
+inline void transpose4(__m128i c[4]) {
+  const __m128i t0 = _mm_unpacklo_epi32(c[0], c[1]), t1 = _mm_unpackhi_epi32(c[0], c[1]);
+  const __m128i t2 = _mm_unpacklo_epi32(c[2], c[3]), t3 = _mm_unpackhi_epi32(c[2], c[3]);
+  c[0] = _mm_unpacklo_epi64(t0, t2);
+  c[1] = _mm_unpackhi_epi64(t0, t2);
+  c[2] = _mm_unpacklo_epi64(t1, t3);
+  c[3] = _mm_unpackhi_epi64(t1, t3);
+}
+#endif
+
+// Copies one block of 8 rows between the GGUF layout (row r's block at rows + r * stride) and
+// the group's block: into the group's with kToGroup, out of it without.
+template <bool kToGroup>
+void copy_block(const Layout& l, const uint8_t* from, uint8_t* to, size_t stride) {
+  const auto row_at = [&](int64_t r, int64_t in_block) { return static_cast<size_t>(r) * stride + in_block; };
+  const auto copy = [&](size_t in_rows, int64_t in_group, size_t n) {
+    if constexpr (kToGroup) std::memcpy(to + in_group, from + in_rows, n);
+    else std::memcpy(to + in_rows, from + in_group, n);
+  };
+  for (int64_t i = 0; i < l.n_halves; ++i) {
+    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.halves_at + 2 * i), Layout::half_at(i, r), 2);
+  }
+  int64_t k = 0;
+#if defined(__SSE2__)
+  // 4 chunks of 4 rows at a time as one 4 x 4 transpose, a third of the instructions of copying
+  // the pieces one by one (prefill gathers every tile of an interleaved matrix; loading
+  // interleaves every matrix). Chunk k + j of row h + i: lane j of row h + i's 16 bytes, lane i
+  // of the group's 16 bytes of chunk k + j.
+  const auto load = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  const auto store = [](uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); };
+  for (; k + 4 <= l.n_chunks; k += 4) {
+    for (int64_t h = 0; h < 8; h += 4) {
+      __m128i c[4];
+      for (int i = 0; i < 4; ++i) {
+        c[i] = load(kToGroup ? from + row_at(h + i, l.rest_at + 4 * k) : from + l.chunk_at(k + i, h));
+      }
+      transpose4(c);
+      for (int i = 0; i < 4; ++i) store(kToGroup ? to + l.chunk_at(k + i, h) : to + row_at(h + i, l.rest_at + 4 * k), c[i]);
+    }
+  }
+#endif
+  for (; k < l.n_chunks; ++k) {
+    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.rest_at + 4 * k), l.chunk_at(k, r), 4);
+  }
+}
 
 }  // namespace
 
@@ -62,13 +102,7 @@ void interleave_rows8(const WeightMatrix& w, uint8_t* out) {
   const Layout l(w);
   for (int64_t g = 0; g < w.n_out / 8; ++g) {
     for (int64_t b = 0; b < l.n_blocks; ++b) {
-      uint8_t* o = out + l.group_block(g, b);
-      for (int64_t r = 0; r < 8; ++r) {
-        const uint8_t* blk = w.data + static_cast<size_t>(g * 8 + r) * w.row_bytes + b * l.block;
-        l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) {
-          std::memcpy(o + in_group, blk + in_row, n);
-        });
-      }
+      copy_block<true>(l, w.data + static_cast<size_t>(g * 8) * w.row_bytes + b * l.block, out + l.group_block(g, b), w.row_bytes);
     }
   }
 }
@@ -84,9 +118,8 @@ void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uin
   const int64_t r = row % 8;
   for (int64_t b = b0; b < b1; ++b, dst += l.block) {
     const uint8_t* in = w.rows8 + l.group_block(row / 8, b);
-    l.for_each_piece(r, [&](int64_t in_row, int64_t in_group, size_t n) {
-      std::memcpy(dst + in_row, in + in_group, n);
-    });
+    for (int64_t i = 0; i < l.n_halves; ++i) std::memcpy(dst + l.halves_at + 2 * i, in + Layout::half_at(i, r), 2);
+    for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(dst + l.rest_at + 4 * k, in + l.chunk_at(k, r), 4);
   }
 }
 
@@ -94,35 +127,7 @@ void gather_rows8(const WeightMatrix& w, int64_t g, int64_t b0, int64_t b1, uint
   const Layout l(w);
   const size_t row_bytes = static_cast<size_t>((b1 - b0) * l.block);
   for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* in = w.rows8 + l.group_block(g, b);
-    uint8_t* out = dst + (b - b0) * l.block;  // row r's block at out + r * row_bytes
-    for (int64_t i = 0; i < l.n_halves; ++i) {
-      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + l.halves_at + 2 * i, in + Layout::half_at(i, r), 2);
-    }
-    out += l.rest_at;
-    int64_t k = 0;
-#if defined(__SSE2__)
-    // 4 chunks at a time, as two 4 x 4 transposes of 4-byte pieces (rows 0-3, rows 4-7), a third
-    // of the instructions of copying the pieces one by one (prefill gathers every tile of an
-    // interleaved matrix). Piece (chunk k + j, row 4h + i) is lane i of c[j]; row 4h + i's 16
-    // bytes, lane j.
-    for (; k + 4 <= l.n_chunks; k += 4) {
-      for (int h = 0; h < 2; ++h) {
-        __m128i c[4];
-        for (int j = 0; j < 4; ++j) c[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + l.chunk_at(k + j, 4 * h)));
-        const __m128i t0 = _mm_unpacklo_epi32(c[0], c[1]), t1 = _mm_unpackhi_epi32(c[0], c[1]);
-        const __m128i t2 = _mm_unpacklo_epi32(c[2], c[3]), t3 = _mm_unpackhi_epi32(c[2], c[3]);
-        const __m128i row[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2), _mm_unpacklo_epi64(t1, t3),
-                                _mm_unpackhi_epi64(t1, t3)};
-        for (int i = 0; i < 4; ++i) {
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (4 * h + i) * row_bytes + 4 * k), row[i]);
-        }
-      }
-    }
-#endif
-    for (; k < l.n_chunks; ++k) {
-      for (int64_t r = 0; r < 8; ++r) std::memcpy(out + r * row_bytes + 4 * k, in + l.chunk_at(k, r), 4);
-    }
+    copy_block<false>(l, w.rows8 + l.group_block(g, b), dst + (b - b0) * l.block, row_bytes);
   }
 }
 
