@@ -81,7 +81,11 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   impl->file = GgufFile::open(path, copies ? GgufFile::Memory::kMapped : GgufFile::Memory::kHugePages);
   impl->fingerprint = gguf_model_fingerprint(*impl->file);
   impl->tokenizer_fingerprint = gguf_tokenizer_fingerprint(*impl->file);
-  impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations, options.n_ctx});
+  const int n_threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  impl->pool = std::make_unique<ThreadPool>(n_threads);
+  impl->options.threads = n_threads;
+  impl->decoder = load_decoder(*impl->file, DecoderOptions{options.decode_activations, options.n_ctx}, impl->pool.get());
   impl->tokenizer = Tokenizer::from_gguf(*impl->file);
   impl->press_inputs = press_inputs(*impl->tokenizer);
   const std::string_view jinja = impl->file->get_string("tokenizer.chat_template", "");
@@ -90,10 +94,6 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   if (jinja.empty() && impl->decoder->hparams().arch.starts_with("gemma")) {
     impl->chat_template.kind = ChatTemplateKind::kGemma;
   }
-  const int n_threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl->pool = std::make_unique<ThreadPool>(n_threads);
-  impl->options.threads = n_threads;
 
   const ModelHparams& hp = impl->decoder->hparams();
   ModelInfo& info = impl->info;

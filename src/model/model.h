@@ -130,7 +130,8 @@ class Decoder {
 };
 
 // Builds the model for general.architecture, or Error(kUnsupported) naming the architecture.
-std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options = {});
+// pool, if given, shares the preparation of the weights (their interleaved copies).
+std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options = {}, ThreadPool* pool = nullptr);
 // The general.architecture names load_decoder accepts.
 std::vector<std::string> decoder_architectures();
 

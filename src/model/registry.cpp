@@ -35,10 +35,10 @@ std::vector<std::string> decoder_architectures() {
   return names;
 }
 
-std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options) {
+std::unique_ptr<Decoder> load_decoder(const GgufFile& file, const DecoderOptions& options, ThreadPool* pool) {
   const std::string_view arch = file.get_string("general.architecture");
   for (const auto& e : kRegistry) {
-    if (e.arch == arch) return make_transformer(file, options, e.describe);
+    if (e.arch == arch) return make_transformer(file, options, e.describe, pool);
   }
   fail(ErrorKind::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", file.path(), arch,
        fmt::join(decoder_architectures(), ", "));

@@ -53,7 +53,7 @@ struct Layer {
 
 class Transformer final : public Decoder {
  public:
-  Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe);
+  Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe, ThreadPool* pool);
   size_t weight_bytes() const override { return weight_bytes_; }
   std::unique_ptr<ForwardPass> begin_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              KvStore& kv, LogitsMode mode, std::vector<float>& logits,
@@ -187,7 +187,7 @@ std::vector<float> Transformer::load_vector(const GgufFile& f, const std::string
   return out;
 }
 
-Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe) {
+Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, DescribeArch describe, ThreadPool* pool) {
   opts_ = options;
   ModelHparams& h = hp_;
   h.arch = std::string(f.get_string("general.architecture"));
@@ -345,7 +345,11 @@ Transformer::Transformer(const GgufFile& f, const DecoderOptions& options, Descr
       for (int64_t g0 = 0; g0 < n_groups; g0 += per_slice) {
         const int64_t g1 = std::min(n_groups, g0 + per_slice);
         uint8_t* copy = rows8_.data() + at + static_cast<size_t>(g0) * group_bytes;
-        interleave_rows8(rows_of(*w, 8 * g0, 8 * (g1 - g0)), copy);
+        const auto interleave = [&](int64_t i0, int64_t i1) {  // groups g0 + [i0, i1)
+          interleave_rows8(rows_of(*w, 8 * (g0 + i0), 8 * (i1 - i0)), copy + static_cast<size_t>(i0) * group_bytes);
+        };
+        if (pool) pool->parallel_for(g1 - g0, interleave);
+        else interleave(0, g1 - g0);
         f.release(w->data, static_cast<size_t>(g1) * group_bytes);
       }
       w->rows8 = rows8_.data() + at;
@@ -528,8 +532,9 @@ void Transformer::decode_batch(std::span<const DecodeRow> rows, std::vector<floa
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe) {
-  return std::make_unique<Transformer>(file, options, describe);
+std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe,
+                                          ThreadPool* pool) {
+  return std::make_unique<Transformer>(file, options, describe, pool);
 }
 
 }  // namespace snapkv

@@ -39,6 +39,7 @@ struct ArchSpec {
 // the file's soft-cap) for the architecture of file f, whose standard hyper-parameters are h.
 using DescribeArch = void (*)(const GgufFile& f, const ModelHparams& h, ArchSpec& spec);
 
-std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe);
+std::unique_ptr<Decoder> make_transformer(const GgufFile& file, const DecoderOptions& options, DescribeArch describe,
+                                          ThreadPool* pool);
 
 }  // namespace snapkv
