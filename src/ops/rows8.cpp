@@ -56,8 +56,8 @@ inline void transpose4(__m128i c[4]) {
 }
 #endif
 
-// Copies one block of 8 rows between the GGUF layout (row r's block at rows + r * stride) and
-// the group's block: into the group's with kToGroup, out of it without.
+// Copies one block of 8 rows between their GGUF blocks (row r's r * stride bytes after row 0's)
+// and the group's block: from the rows into the group's with kToGroup, the other way without.
 template <bool kToGroup>
 void copy_block(const Layout& l, const uint8_t* from, uint8_t* to, size_t stride) {
   const auto row_at = [&](int64_t r, int64_t in_block) { return static_cast<size_t>(r) * stride + in_block; };
@@ -102,7 +102,8 @@ void interleave_rows8(const WeightMatrix& w, uint8_t* out) {
   const Layout l(w);
   for (int64_t g = 0; g < w.n_out / 8; ++g) {
     for (int64_t b = 0; b < l.n_blocks; ++b) {
-      copy_block<true>(l, w.data + static_cast<size_t>(g * 8) * w.row_bytes + b * l.block, out + l.group_block(g, b), w.row_bytes);
+      const uint8_t* rows = w.data + static_cast<size_t>(g * 8) * w.row_bytes + b * l.block;
+      copy_block<true>(l, rows, out + l.group_block(g, b), w.row_bytes);
     }
   }
 }
