@@ -39,7 +39,9 @@ struct Layout {
   int64_t n_chunks;   // its other bytes / 4
 
   size_t group_block(int64_t g, int64_t b) const { return static_cast<size_t>((g * n_blocks + b) * 8 * block); }
-  // Where row r's f16 field i and its 4-byte chunk k sit in the group's block.
+  // Where f16 field i and 4-byte chunk k sit in a row's GGUF block, and row r's in the group's.
+  int64_t row_half_at(int64_t i) const { return halves_at + 2 * i; }
+  int64_t row_chunk_at(int64_t k) const { return rest_at + 4 * k; }
   static int64_t half_at(int64_t i, int64_t r) { return 16 * i + 2 * r; }
   int64_t chunk_at(int64_t k, int64_t r) const { return 16 * n_halves + 32 * k + 4 * r; }
 };
@@ -66,7 +68,7 @@ void copy_block(const Layout& l, const uint8_t* from, uint8_t* to, size_t stride
     else std::memcpy(to + in_rows, from + in_group, n);
   };
   for (int64_t i = 0; i < l.n_halves; ++i) {
-    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.halves_at + 2 * i), Layout::half_at(i, r), 2);
+    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.row_half_at(i)), Layout::half_at(i, r), 2);
   }
   int64_t k = 0;
 #if defined(__SSE2__)
@@ -80,15 +82,15 @@ void copy_block(const Layout& l, const uint8_t* from, uint8_t* to, size_t stride
     for (int64_t h = 0; h < 8; h += 4) {
       __m128i c[4];
       for (int i = 0; i < 4; ++i) {
-        c[i] = load(kToGroup ? from + row_at(h + i, l.rest_at + 4 * k) : from + l.chunk_at(k + i, h));
+        c[i] = load(kToGroup ? from + row_at(h + i, l.row_chunk_at(k)) : from + l.chunk_at(k + i, h));
       }
       transpose4(c);
-      for (int i = 0; i < 4; ++i) store(kToGroup ? to + l.chunk_at(k + i, h) : to + row_at(h + i, l.rest_at + 4 * k), c[i]);
+      for (int i = 0; i < 4; ++i) store(kToGroup ? to + l.chunk_at(k + i, h) : to + row_at(h + i, l.row_chunk_at(k)), c[i]);
     }
   }
 #endif
   for (; k < l.n_chunks; ++k) {
-    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.rest_at + 4 * k), l.chunk_at(k, r), 4);
+    for (int64_t r = 0; r < 8; ++r) copy(row_at(r, l.row_chunk_at(k)), l.chunk_at(k, r), 4);
   }
 }
 
@@ -119,8 +121,8 @@ void gather_row8(const WeightMatrix& w, int64_t row, int64_t b0, int64_t b1, uin
   const int64_t r = row % 8;
   for (int64_t b = b0; b < b1; ++b, dst += l.block) {
     const uint8_t* in = w.rows8 + l.group_block(row / 8, b);
-    for (int64_t i = 0; i < l.n_halves; ++i) std::memcpy(dst + l.halves_at + 2 * i, in + Layout::half_at(i, r), 2);
-    for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(dst + l.rest_at + 4 * k, in + l.chunk_at(k, r), 4);
+    for (int64_t i = 0; i < l.n_halves; ++i) std::memcpy(dst + l.row_half_at(i), in + Layout::half_at(i, r), 2);
+    for (int64_t k = 0; k < l.n_chunks; ++k) std::memcpy(dst + l.row_chunk_at(k), in + l.chunk_at(k, r), 4);
   }
 }
 
