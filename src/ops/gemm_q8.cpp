@@ -28,10 +28,8 @@ bool gemm_q8_supports(GgmlType type, int bits, Q8Kernel k) {
 int gemm_q8_bits(MatmulActivations act, const WeightMatrix& w) {
   if (act == MatmulActivations::kF32) return 0;
   const int bits = act == MatmulActivations::kQ8 ? 8 : 16;
-  // 16 bits on AVX2 (vpmaddwd, then vpaddd) cost two instructions per 16 multiply-adds of 8 rows,
-  // as many as the f32 kernel's FMAs, plus the scales: measured slower than f32.
   const Q8Kernel k = q8_best_kernel();
-  if (k == Q8Kernel::kScalar || (bits == 16 && k != Q8Kernel::kAvx512Vnni)) return 0;
+  if (k == Q8Kernel::kScalar) return 0;
   return gemm_q8_supports(w.type, bits, k) ? bits : 0;
 }
 

@@ -33,8 +33,7 @@ bool gemm_q8_supports(GgmlType type, int bits, Q8Kernel k = q8_best_kernel());
 
 // The activation bits a prefill call (n_tok > kMatmulDecodeMaxTokens) with these activations
 // rounds them to for w: 8 for kQ8, 16 for kQ16, 0 (f32 path) for kF32 or where the best kernel of
-// this CPU does not handle w (gemm_q8_supports) or is slower than f32: the scalar one, and with
-// 16 bits the AVX2 one.
+// this CPU does not handle w (gemm_q8_supports) or is slower than f32 (the scalar one).
 int gemm_q8_bits(MatmulActivations act, const WeightMatrix& w);
 
 // Tokens per panel of GemmQ8Activations; the SIMD kernels take 6 (AVX-512) or 2 (AVX2) tokens a
