@@ -3,13 +3,23 @@
 // where it is 0. Included inside each kernel file's target region and namespace, so no include
 // guard, on purpose.
 
+#if !SNAPKV_Q8_VNNI
+// acc + v, in inline assembly: with the intrinsic, GCC 12 reassociates a kernel's chains of
+// integer additions into trees, computes the products of a whole unrolled block first and spills
+// most of them to the stack (the same in gemm_q8-inl.h; 2026-12-03's engineering log).
+static inline __m256i AddI(__m256i acc, __m256i v) {
+  asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
+  return acc;
+}
+#endif
+
 // acc plus, per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
 static inline __m256i DotAdd(__m256i acc, __m256i a, __m256i b) {
 #if SNAPKV_Q8_VNNI
   return _mm256_dpbusd_epi32(acc, a, b);
 #else
   // vpmaddubsw saturates its 16-bit pair sums; |a| <= 128 and |b| <= 127 keep them below 2^15.
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+  return AddI(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 #endif
 }
 
@@ -20,7 +30,7 @@ static inline __m256i DotNibblesAdd(__m256i acc, __m256i a1, __m256i b1, __m256i
   return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, a1, b1), a2, b2);
 #else
   const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  return AddI(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 #endif
 }
 
@@ -29,7 +39,7 @@ static inline __m256i DotAdd16(__m256i acc, __m256i a, __m256i b) {
 #if SNAPKV_Q8_VNNI
   return _mm256_dpwssd_epi32(acc, a, b);
 #else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+  return AddI(acc, _mm256_madd_epi16(a, b));
 #endif
 }
 
