@@ -70,8 +70,8 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
       const __m256 d = PairScales<kStoredMin>(blk, blk + kBlockBytes, &m);
       if constexpr (!kStoredMin) m = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
       for (int t = 0; t < T; ++t) {
-        const __m256i s = DotNibblesAdd(_mm256_setzero_si256(), lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t])),
-                                        hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + 32)));
+        const __m256i s = DotAdd2(_mm256_setzero_si256(), lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t])),
+                                  hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + 32)));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_loadu_ps(xd[t])), acc[t]);
         off[t] = _mm256_fmadd_ps(m, _mm256_loadu_ps(xs[t]), off[t]);
         xq[t] += 2 * kQ8Block;
@@ -204,7 +204,7 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
           const __m256i lo = _mm256_and_si256(c, low4);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
           for (int t = 0; t < T; ++t) {
-            s[t] = DotNibblesAdd(s[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k));
+            s[t] = DotAdd2(s[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k));
           }
         }
       }

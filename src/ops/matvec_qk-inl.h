@@ -63,13 +63,20 @@ struct Sum {
   __m256i s, s2;
 };
 
-// s plus the products of the code vector c (4 codes per row per lane, unsigned, at most 63) with
-// activations e .. e + 3 of the token, broadcast. With 16 bits the low bytes go in as the
-// unsigned operand: vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15.
-template <int kBits>
-static inline void AddCodes(Sum& s, __m256i c, const TokenActs& x, int e) {
-  s.s = DotAdd(s.s, c, Broadcast4(x.q + e));
-  if constexpr (kBits == 16) s.s2 = DotAdd(s.s2, Broadcast4(x.lo + e), c);
+// s plus the products of two code vectors of one sub-block (4 codes per row per lane, unsigned,
+// at most kMaxCode <= 63), c0 with activations e .. e + 3 of the token and c1 with e + 4 .. e + 7,
+// broadcast. With 16 bits the low bytes go in as the unsigned operand: vpmaddubsw's pairs then
+// reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds the two vectors' 16-bit pair sums
+// before widening them (DotAdd2): always for the signed bytes (4 * 63 * 128 < 2^15), for the low
+// bytes only where 4 * 255 * kMaxCode stays below 2^15 (Q4_K, Q5_K).
+template <int kBits, int kMaxCode>
+static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e) {
+  s.s = DotAdd2(s.s, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4));
+  if constexpr (kBits == 16 && 4 * 255 * kMaxCode < 32768) {
+    s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
+  } else if constexpr (kBits == 16) {
+    s.s2 = DotAdd(DotAdd(s.s2, Broadcast4(x.lo + e), c0), Broadcast4(x.lo + e + 4), c1);
+  }
 }
 
 // The sub-block's integer sum of codes times activation codes (exact: at most 63 * 32767 * 32).
@@ -97,18 +104,21 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
   const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   Sum a[T], b[T];
   for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
-  for (int k = 0; k < 8; ++k) {
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32 * (8 * g + k)));
-    __m256i lo = _mm256_and_si256(c, low4);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
-    if constexpr (kQ5) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * k));
-      lo = _mm256_or_si256(lo, _mm256_and_si256(Shift16<4 - 2 * g>(h), bit4));
-      hi = _mm256_or_si256(hi, _mm256_and_si256(Shift16<3 - 2 * g>(h), bit4));
+  __m256i lo[2], hi[2];  // chunks k and k + 1
+  for (int k = 0; k < 8; k += 2) {
+    for (int i = 0; i < 2; ++i) {
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32 * (8 * g + k + i)));
+      lo[i] = _mm256_and_si256(c, low4);
+      hi[i] = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
+      if constexpr (kQ5) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * (k + i)));
+        lo[i] = _mm256_or_si256(lo[i], _mm256_and_si256(Shift16<4 - 2 * g>(h), bit4));
+        hi[i] = _mm256_or_si256(hi[i], _mm256_and_si256(Shift16<3 - 2 * g>(h), bit4));
+      }
     }
     for (int t = 0; t < T; ++t) {
-      AddCodes<kBits>(a[t], lo, xq[t], 64 * g + 4 * k);
-      AddCodes<kBits>(b[t], hi, xq[t], 64 * g + 32 + 4 * k);
+      AddCodes2<kBits, kQ5 ? 31 : 15>(a[t], lo[0], lo[1], xq[t], 64 * g + 4 * k);
+      AddCodes2<kBits, kQ5 ? 31 : 15>(b[t], hi[0], hi[1], xq[t], 64 * g + 32 + 4 * k);
     }
   }
   const __m256 da = _mm256_mul_ps(sb.d, _mm256_cvtepi32_ps(LaneByte<(2 * g) % 4>(sb.sc[g / 2])));
@@ -202,17 +212,20 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const TokenActs xq[T], 
   const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
   Sum a[T], b[T];
   for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
-  for (int j = 0; j < 4; ++j) {
-    constexpr bool kFirst = q < 2;  // chunks 0..7 of the half
+  constexpr bool kFirst = q < 2;  // chunks 0..7 of the half
+  __m256i cl[2], ch[2];             // chunks k and k + 1
+  for (int j = 0; j < 4; j += 2) {
     const int k = 4 * q + j;
-    const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + 32 * (16 * h + k)));
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * (8 * h + k % 8)));
-    const __m256i cl = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(Shift16<kFirst ? 4 : 2>(bits), top2));
-    const __m256i ch = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4),
-                                       _mm256_and_si256(Shift16<kFirst ? 0 : -2>(bits), top2));
+    for (int i = 0; i < 2; ++i) {
+      const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + 32 * (16 * h + k + i)));
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + 32 * (8 * h + (k + i) % 8)));
+      cl[i] = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(Shift16<kFirst ? 4 : 2>(bits), top2));
+      ch[i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4),
+                              _mm256_and_si256(Shift16<kFirst ? 0 : -2>(bits), top2));
+    }
     for (int t = 0; t < T; ++t) {
-      AddCodes<kBits>(a[t], cl, xq[t], 128 * h + 4 * k);
-      AddCodes<kBits>(b[t], ch, xq[t], 128 * h + 64 + 4 * k);
+      AddCodes2<kBits, 63>(a[t], cl[0], cl[1], xq[t], 128 * h + 4 * k);
+      AddCodes2<kBits, 63>(b[t], ch[0], ch[1], xq[t], 128 * h + 64 + 4 * k);
     }
   }
   __m256i lo[T], hi[T];

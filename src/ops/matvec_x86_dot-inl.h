@@ -23,9 +23,10 @@ static inline __m256i DotAdd(__m256i acc, __m256i a, __m256i b) {
 #endif
 }
 
-// acc + DotAdd(0, a1, b1) + DotAdd(0, a2, b2) for 4-bit a1, a2: AVX2 adds the 16-bit pair sums (at
-// most 2 * 2 * 15 * 127) before widening them.
-static inline __m256i DotNibblesAdd(__m256i acc, __m256i a1, __m256i b1, __m256i a2, __m256i b2) {
+// acc + DotAdd(0, a1, b1) + DotAdd(0, a2, b2), for operands whose products keep 4 * |a| * |b|
+// below 2^15 (4-bit codes by signed bytes: 4 * 15 * 128; 6-bit ones: 4 * 63 * 128): AVX2 adds the
+// 16-bit pair sums of the two before widening them, one vpmaddwd and vpaddd fewer.
+static inline __m256i DotAdd2(__m256i acc, __m256i a1, __m256i b1, __m256i a2, __m256i b2) {
 #if SNAPKV_Q8_VNNI
   return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, a1, b1), a2, b2);
 #else
