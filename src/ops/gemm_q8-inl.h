@@ -66,25 +66,14 @@ static inline void StoreF(float* p, VF v) { _mm256_storeu_ps(p, v); }
 static inline VF ToF(VI v) { return _mm256_cvtepi32_ps(v); }
 static inline VF MulF(VF a, VF b) { return _mm256_mul_ps(a, b); }
 static inline VF FmaF(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
-// acc + v, in inline assembly: with the intrinsic, GCC 12 reassociates a group's chain of integer
-// additions into a tree, computes every product of the unrolled group first and spills most of
-// them to the stack (a fifth of the 16-bit kernel's rate, in 2026-12-03's engineering log).
-static inline VI AddI(VI acc, VI v) {
-  asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
-  return acc;
-}
+#include "ops/matvec_x86_dot-inl.h"  // the decode kernels' AVX2 dot products (SNAPKV_Q8_VNNI unset)
 // vpmaddubsw saturates its 16-bit pair sums: 2 * 255 * |w| stays below 2^15 for codes of at most
 // 32 in magnitude, which is why gemm_q8_supports leaves Q8_0 out of this kernel.
-static inline VI Dot8(VI acc, VI x, VI w) {
-  return AddI(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), _mm256_set1_epi16(1)));
-}
+static inline VI Dot8(VI acc, VI x, VI w) { return DotAdd(acc, x, w); }
 // Dot8 of two steps, their 16-bit pair sums added before widening: one vpmaddwd and one vpaddd
 // for both. Exact for the same codes: 2 * 2 * 255 * 32 < 2^15.
-static inline VI Dot8x2(VI acc, VI x0, VI w0, VI x1, VI w1) {
-  const VI pairs = _mm256_add_epi16(_mm256_maddubs_epi16(x0, w0), _mm256_maddubs_epi16(x1, w1));
-  return AddI(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
-static inline VI Dot16(VI acc, VI x, VI w) { return AddI(acc, _mm256_madd_epi16(x, w)); }
+static inline VI Dot8x2(VI acc, VI x0, VI w0, VI x1, VI w1) { return DotAdd2(acc, x0, w0, x1, w1); }
+static inline VI Dot16(VI acc, VI x, VI w) { return DotAdd16(acc, x, w); }
 static inline __m256i RowMask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }

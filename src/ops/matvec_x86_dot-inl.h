@@ -1,12 +1,12 @@
 // The integer dot-product steps that the decode kernels of matvec_q8-inl.h and matvec_qk-inl.h
-// share, on 256-bit vectors: VNNI instructions where SNAPKV_Q8_VNNI is 1, their AVX2 equivalents
-// where it is 0. Included inside each kernel file's target region and namespace, so no include
-// guard, on purpose.
+// share, and the AVX2 prefill GEMM (gemm_q8-inl.h), on 256-bit vectors: VNNI instructions where
+// SNAPKV_Q8_VNNI is 1, their AVX2 equivalents where it is 0 or unset. Included inside each kernel
+// file's target region and namespace, so no include guard, on purpose.
 
 #if !SNAPKV_Q8_VNNI
 // acc + v, in inline assembly: with the intrinsic, GCC 12 reassociates a kernel's chains of
 // integer additions into trees, computes the products of a whole unrolled block first and spills
-// most of them to the stack (the same in gemm_q8-inl.h; 2026-12-03's engineering log).
+// most of them to the stack (2026-12-03's engineering log).
 static inline __m256i AddI(__m256i acc, __m256i v) {
   asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
   return acc;
