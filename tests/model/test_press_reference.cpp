@@ -183,6 +183,15 @@ RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int6
   return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, needs, pool);
 }
 
+// AdaKV chooses a layer's entries over all of its heads at once: at a near tie across heads a head
+// may keep one entry more or less than kvpress (seen with f32 keys on an AVX2-only Zen 3 VM, whose
+// float rounding differs from AVX-512's), as with KVzip; the layer's total stays exact, as does the
+// near-tie bound on what is not kept.
+Rule rule_for(const json& options, Rule rule) {
+  if (options.value("press", "") == "ada_kv" || options.value("budget", "") == "ada") rule.head_counts = false;
+  return rule;
+}
+
 // Every case of the prompt, with the capacity as given and as a ratio (kvpress cases given a
 // capacity).
 void check_prompt(size_t prompt_index, KvType type, Rule rule, const char* fixture = "press_selections.json") {
@@ -195,8 +204,8 @@ void check_prompt(size_t prompt_index, KvType type, Rule rule, const char* fixtu
     if (!c.at("kvpress_args").is_null() && !c.at("options").contains("ratio")) variants.push_back(ratio_options(c));
     for (const json& options : variants) {
       const std::string what = c.at("reference").get<std::string>() + " " + options.dump() + " on " + p.name;
-      const Verdict v =
-          compare(selection_of(rec.pressed(*make_press(config_from(options)), nullptr, &inputs())), c, rule);
+      const auto selection = selection_of(rec.pressed(*make_press(config_from(options)), nullptr, &inputs()));
+      const Verdict v = compare(selection, c, rule_for(options, rule));
       print(what, v);
       EXPECT_EQ(v.why, "") << what;
     }
