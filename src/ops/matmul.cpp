@@ -87,11 +87,14 @@ using dq::VF;
 // kMatmulPassTokens tokens. Up to kMatmulDecodeMaxTokens tokens (two passes) this beats the prefill
 // path, which pads tokens to blocks of 2 vectors.
 
-// Sums w * x over one granule for T tokens. Several independent accumulator chains per token
-// hide the FMA latency; the decoders' loops are fully unrolled, so the chain index is a constant.
+// Sums w * x over one granule for T tokens. Two accumulator chains per token (four with the two
+// sinks of GemvRows) hide the FMA latency; the decoders' loops are fully unrolled, so the chain
+// index is a constant. The chain count is the same for every T, so that a token's sum does not
+// depend on how many tokens share the pass (a speculative verification pass gives each token the
+// bits one-token decode gives it).
 template <int T>
 struct DotSink {
-  static constexpr size_t kChains = T == 1 ? 4 : 2;
+  static constexpr size_t kChains = 2;
   const float* x[T];  // each token's activations at the granule start
   VF acc[T][kChains];
 

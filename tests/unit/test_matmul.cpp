@@ -171,6 +171,37 @@ TEST_P(MatmulTest, LargerShapes) {
   check_matmul(type, n_in, 77, 530, rng, pool1, pool2);
 }
 
+// A decode call of 2 to 8 tokens (a speculative verification pass) gives each token bit for bit
+// what a call of that token alone gives (one-token decode), with f32 activations and, for the
+// types that have them, 8- and 16-bit ones (on the copy interleaved by 8 rows): a cache filled by
+// verification passes is the cache decoding one token at a time fills.
+TEST_P(MatmulTest, SeveralTokensDecodeAsEachAlone) {
+  const GgmlType type = GetParam();
+  std::mt19937 rng(57 + static_cast<int>(type));
+  ThreadPool pool(2);
+  const int64_t n_in = ggml_type_info(type).block_elems == 256 ? 768 : 352, n_out = 40, n_tok = 8;
+  const std::vector<uint8_t> m = random_matrix(type, n_in, n_out, rng);
+  WeightMatrix w = make_weight_matrix(type, m.data(), n_in, n_out);
+  AlignedVector<uint8_t> rows8;
+  if (rows8_supported(w)) {
+    rows8 = interleave_rows8(w);
+    w.rows8 = rows8.data();
+  }
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tok * n_in), rng);
+  test::for_each_target([&] {
+    for (MatmulActivations act : {MatmulActivations::kF32, MatmulActivations::kQ8, MatmulActivations::kQ16}) {
+      SCOPED_TRACE("activation bits " + std::to_string(matmul_activation_bits(act, 1, w)));
+      std::vector<float> alone(static_cast<size_t>(n_tok * n_out));
+      for (int64_t t = 0; t < n_tok; ++t) matmul(w, x.data() + t * n_in, 1, alone.data() + t * n_out, pool, act);
+      for (int64_t n = 2; n <= n_tok; ++n) {
+        std::vector<float> y(static_cast<size_t>(n * n_out));
+        matmul(w, x.data(), n, y.data(), pool, act);
+        ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0) << n << " tokens";
+      }
+    }
+  });
+}
+
 TEST(MatmulMany, MatchesReferenceAndSeparateCalls) {
   // Q, K and V of the default model's shapes in three types, sharing the activations; decode
   // (1 and 4 tokens: one pool job for the three) and prefill (9 tokens: one matmul after another).
