@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
-targets=${FUZZ_TARGETS:-"gguf tokenizer api_request analyze_cases context_file"}
+targets=${FUZZ_TARGETS:-$(basename -s .cpp -a tests/fuzz/fuzz_*.cpp | sed 's/^fuzz_//')}
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j"$(nproc)"
 for t in $targets; do

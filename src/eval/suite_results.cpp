@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+#include <optional>
+
 #include "eval/results_file.h"
 #include "util/error.h"
 
@@ -10,12 +14,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// j[key] when it is an integer that fits an int.
+std::optional<int> int_at(const nlohmann::json& j, const std::string& key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  constexpr int kMax = std::numeric_limits<int>::max(), kMin = std::numeric_limits<int>::min();
+  if (it->is_number_unsigned()) {
+    const auto u = it->get<uint64_t>();
+    return u <= kMax ? std::optional<int>(static_cast<int>(u)) : std::nullopt;
+  }
+  const auto v = it->get<int64_t>();
+  return v >= kMin && v <= kMax ? std::optional<int>(static_cast<int>(v)) : std::nullopt;
+}
+
 // The fields a resume and a report read, with their types: anything else is not our line.
 bool is_result_line(const nlohmann::json& j) {
   if (!j.is_object()) return false;
   const auto text = [&](const char* key) { return j.contains(key) && j.at(key).is_string(); };
   const auto number = [&](const char* key) { return j.contains(key) && j.at(key).is_number(); };
-  return text("case") && text("press") && j.contains("capacity") && j.at("capacity").is_number_integer() &&
+  const std::optional<int> capacity = int_at(j, "capacity");
+  return text("case") && text("press") && capacity && *capacity >= 0 &&
          text("input_hash") && text("placement") && number("score") && number("kv_bytes_kept") &&
          number("kv_bytes_full") && number("decode_s");
 }
@@ -73,10 +91,9 @@ EvalSuiteRow suite_row(const nlohmann::json& j, const std::pair<std::string, std
   r.kv_kept = full > 0 ? j["kv_bytes_kept"].get<double>() / full : 0;
   r.decode_s = j["decode_s"].get<double>();
   if (const auto it = j.find("task"); it != j.end() && it->is_string()) r.task = it->get<std::string>();
+  // A heatmap's coordinates are ints; a line with others (edited by hand) is left off the map.
   const auto& [col, row] = heatmap;
-  if (!col.empty() && j.contains(col) && j.contains(row) && j[col].is_number() && j[row].is_number()) {
-    r.heat = std::make_pair(j[col].get<int>(), j[row].get<int>());
-  }
+  if (const auto c = int_at(j, col), w = int_at(j, row); !col.empty() && c && w) r.heat = std::make_pair(*c, *w);
   return r;
 }
 

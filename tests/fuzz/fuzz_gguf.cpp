@@ -1,11 +1,17 @@
 // libFuzzer target: arbitrary bytes through the GGUF reader and, when they parse, through every
-// metadata getter and the model loader. Any outcome but success or snapkv::Error is a bug.
+// metadata getter, the tokenizer loader and the model loader; what loads must then run: the
+// tokenizer encodes and decodes a text, the model prefills 3 tokens and decodes one. Any outcome
+// but success or snapkv::Error is a bug. Seeds of every architecture and of both tokenizer kinds:
+// tests/fuzz/make_gguf_seeds.py.
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/sequence.h"
 #include "io/gguf.h"
 #include "model/model.h"
+#include "snapkv/tokenizer.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapkv;
@@ -26,13 +32,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } catch (const Error&) {
       }
     }
+    try {
+      const auto tok = Tokenizer::from_gguf(*f);
+      (void)tok->decode(tok->encode("Hello world!\n<|im_start|> \xe2\x96\x81x \xff", true, true));
+    } catch (const Error&) {
+    }
     // Touch every tensor byte the reader vouched for.
     uint8_t acc = 0;
     for (const GgufTensor& t : f->tensors()) {
       if (t.n_bytes > 0) acc ^= t.data[0] ^ t.data[t.n_bytes - 1];
     }
     (void)acc;
-    (void)load_decoder(*f);
+    const auto model = load_decoder(*f);
+    static ThreadPool pool(1);
+    Sequence s(*model, 8, pool, SequenceOptions{KvType::kF32, {}});
+    const int32_t last = model->hparams().n_vocab - 1;
+    const int32_t ids[3] = {0, last / 2, last};
+    s.prefill(ids);
+    s.decode(last);
   } catch (const Error&) {
   }
   return 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "eval/results_file.h"
+#include "eval/suite_results.h"
 #include "support/cli.h"
 #include "util/error.h"
 
@@ -108,6 +109,56 @@ TEST(ResultsFile, CorruptDataIsOneErrorNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
   }
   EXPECT_THROW(append_result_lines(dir / "no" / "such" / "dir.gz", {"x"}), Error);
+  fs::remove_all(dir);
+}
+
+// A report places a row on its suite's heatmap only by int coordinates: a line edited to hold
+// others (a float, a number past int) stays in the table, off the map.
+TEST(ResultsFile, HeatmapCoordinatesAreIntsOrNothing) {
+  const auto row = [](const char* length, const char* depth) {
+    const std::string line = fmt::format(R"({{"case": "L2048_d0", "press": "snapkv", "capacity": 1024, "score": 9.5,
+        "kv_bytes_kept": 1, "kv_bytes_full": 2, "decode_s": 0.5, "length": {}, "depth": {}}})", length, depth);
+    return suite_row(nlohmann::json::parse(line), {"length", "depth"});
+  };
+  const EvalSuiteRow r = row("2048", "50");
+  ASSERT_TRUE(r.heat.has_value());
+  EXPECT_EQ(*r.heat, std::make_pair(2048, 50));
+  EXPECT_EQ(r.capacity, 1024);
+  EXPECT_DOUBLE_EQ(r.kv_kept, 0.5);
+  EXPECT_FALSE(row("1e300", "50").heat.has_value());
+  EXPECT_FALSE(row("2048", "-1e300").heat.has_value());
+  EXPECT_FALSE(row("2048", "50.5").heat.has_value());
+  EXPECT_FALSE(row("4294967296", "50").heat.has_value());
+  EXPECT_FALSE(row("18446744073709551615", "50").heat.has_value());
+  ASSERT_TRUE(row("-3", "50").heat.has_value());
+  EXPECT_EQ(row("-3", "50").heat->first, -3);
+  EXPECT_FALSE(row("\"2048\"", "50").heat.has_value());
+  EXPECT_EQ(row("1e300", "50").score, 9.5) << "the row itself stays";
+}
+
+// A resume matches results by case, press and capacity: a capacity that is no int is no result of
+// ours, and reading names the file and line.
+TEST(ResultsFile, CapacityPastIntIsNotAResultLine) {
+  const fs::path dir = fresh_dir("capacity");
+  const std::string line = R"({"case": "c", "press": "snapkv", "capacity": CAP, "input_hash": "h", "placement": "end", )"
+                           R"("score": 1, "kv_bytes_kept": 1, "kv_bytes_full": 2, "decode_s": 0.5})";
+  const auto with = [&](const std::string& cap) {
+    std::string l = line;
+    l.replace(l.find("CAP"), 3, cap);
+    return l;
+  };
+  write_result_lines(results_path(dir.string(), "s"), {with("1024")});
+  EXPECT_EQ(read_suite_results(dir.string(), "s", "end", "none").rows.size(), 1u);
+  for (const char* cap : {"4294968320", "-1", "18446744073709551615", "1024.5"}) {
+    write_result_lines(results_path(dir.string(), "s"), {with("1024"), with(cap)});
+    try {
+      read_suite_results(dir.string(), "s", "end", "none");
+      ADD_FAILURE() << "capacity " << cap << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadFile);
+      EXPECT_NE(std::string(e.what()).find("s.jsonl.gz:2:"), std::string::npos) << e.what();
+    }
+  }
   fs::remove_all(dir);
 }
 
