@@ -179,17 +179,22 @@ static inline void TransposeRows(VI r[kVecRows]) {
 }
 #endif
 
+// Lane k of vpsadbw's sums of 8 bytes with 128 added, less the 128s (k a constant, as clang wants).
+template <int k>
+static inline int32_t EightSum(__m256i eights) {
+  return static_cast<int32_t>(_mm256_extract_epi64(eights, k)) - 8 * 128;
+}
+
 // The sums of c's 32 signed codes over each group of kGroup (16: bytes 0-15 and 16-31; 32: all),
 // into out: sums of 8 bytes with 128 added (vpsadbw against zero), less the 128s.
 template <int kGroup>
 static inline void GroupSums(__m256i c, int32_t* out) {
-  const __m256i eights = _mm256_sad_epu8(_mm256_xor_si256(c, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
-  const auto at = [&](int k) { return static_cast<int32_t>(_mm256_extract_epi64(eights, k)) - 8 * 128; };
+  const __m256i e = _mm256_sad_epu8(_mm256_xor_si256(c, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
   if constexpr (kGroup == 16) {
-    out[0] = at(0) + at(1);
-    out[1] = at(2) + at(3);
+    out[0] = EightSum<0>(e) + EightSum<1>(e);
+    out[1] = EightSum<2>(e) + EightSum<3>(e);
   } else {
-    out[0] = at(0) + at(1) + at(2) + at(3);
+    out[0] = EightSum<0>(e) + EightSum<1>(e) + EightSum<2>(e) + EightSum<3>(e);
   }
 }
 
