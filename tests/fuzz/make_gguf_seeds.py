@@ -15,6 +15,7 @@ library only.
     python3 tests/fuzz/make_gguf_seeds.py
 """
 import json
+import math
 import random
 import struct
 from pathlib import Path
@@ -37,6 +38,17 @@ def kv(key: str, kind: str, value) -> bytes:
     if kind == "string":
         return gguf_string(key) + struct.pack("<I", 8) + gguf_string(value)
     raise ValueError(kind)
+
+
+def short(key: str) -> str:
+    """A metadata key without its architecture prefix: "llama.block_count" -> "block_count"."""
+    return key.split(".", 1)[1] if "." in key else key
+
+
+def file_bytes(metadata: list, infos: bytes = b"", n_tensors: int = 0, data: bytes = b"") -> bytes:
+    """A GGUF v3 file: header, metadata (encoded entries), tensor infos, padding, tensor data."""
+    head = b"GGUF" + struct.pack("<IQQ", 3, n_tensors, len(metadata)) + b"".join(metadata) + infos
+    return head + b"\0" * (-len(head) % ALIGN) + data
 
 
 def kv_array(key: str, kind: str, values: list) -> bytes:
@@ -82,15 +94,13 @@ def tokenizer_gguf(kind: str) -> bytes:
         scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
         meta = [kv("tokenizer.ggml.model", "string", "llama"), kv_array("tokenizer.ggml.scores", "f32", scores)]
     meta += [kv_array("tokenizer.ggml.tokens", "string", tokens), kv_array("tokenizer.ggml.token_type", "i32", types)]
-    head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(meta)) + b"".join(meta)
-    return head + b"\0" * (-len(head) % ALIGN)
+    return file_bytes(meta)
 
 
 def small_metadata(arch: dict) -> tuple[list, dict]:
     """The fixture's metadata with sizes cut down, and the head counts the tensors need."""
-    md = {m[0].split(".", 1)[1] if "." in m[0] else m[0]: m for m in arch["metadata"]}
-    n_head = md["attention.head_count"][2]
-    n_kv = md["attention.head_count_kv"][2]
+    md = {short(key): value for key, _, value in arch["metadata"]}
+    n_head, n_kv = md["attention.head_count"], md["attention.head_count_kv"]
     heads = {"q": 2, "kv": 1 if n_kv < n_head else 2}
     new = {
         "embedding_length": E, "feed_forward_length": F, "attention.head_count": heads["q"],
@@ -100,14 +110,13 @@ def small_metadata(arch: dict) -> tuple[list, dict]:
     }
     out = []
     for key, kind, value in arch["metadata"]:
-        short = key.split(".", 1)[1] if "." in key else key
-        if short == "block_count":
+        if short(key) == "block_count":
             value = 3 if "attention.sliding_window_pattern" in md else 1
-        out.append((key, kind, new.get(short, value)))
+        out.append((key, kind, new.get(short(key), value)))
     return out, heads
 
 
-def shape(name: str, orig: list, arch_md: dict, heads: dict) -> list:
+def shape(name: str, orig: list, orig_ffn: int, heads: dict) -> list:
     """The cut-down shape of a tensor, from its name (and, for Phi-3's fused up and gate, its size)."""
     base = name.split(".")[-2] if name.startswith("blk.") else name.rsplit(".", 1)[0]
     q, kv_ = heads["q"] * DH, heads["kv"] * DH
@@ -121,15 +130,15 @@ def shape(name: str, orig: list, arch_md: dict, heads: dict) -> list:
         "rope_freqs": [DH // 2], "rope_factors_long": [DH // 2], "rope_factors_short": [DH // 2],
     }
     if base == "ffn_up":
-        return [E, 2 * F if orig[1] == 2 * arch_md["feed_forward_length"] else F]
+        return [E, 2 * F if orig[1] == 2 * orig_ffn else F]
     if name.endswith(".bias"):
-        return [{"attn_q": q, "attn_k": kv_, "attn_v": kv_}[base]]
+        return [table[base][1]]
     return table[base]
 
 
 def gguf(arch: dict) -> bytes:
     metadata, heads = small_metadata(arch)
-    orig_md = {m[0].split(".", 1)[1]: m[2] for m in arch["metadata"] if "." in m[0]}
+    orig_ffn = next(v for k, _, v in arch["metadata"] if short(k) == "feed_forward_length")
     n_layer = next(v for k, _, v in metadata if k.endswith(".block_count"))
     names = []
     for t in arch["tensors"]:
@@ -140,17 +149,13 @@ def gguf(arch: dict) -> bytes:
     rng = random.Random(arch["name"])
     infos, data = b"", b""
     for name, ne in names:
-        dims = shape(name, ne, orig_md, heads)
-        n = 1
-        for d in dims:
-            n *= d
+        dims = shape(name, ne, orig_ffn, heads)
+        n = math.prod(dims)
         infos += gguf_string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
         infos += struct.pack("<IQ", 0, len(data))  # f32, offset
         data += struct.pack(f"<{n}f", *(rng.uniform(-0.5, 0.5) + (1.0 if "norm" in name else 0.0) for _ in range(n)))
         data += b"\0" * (-len(data) % ALIGN)
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(names), len(metadata))
-    head += b"".join(kv(*m) for m in metadata) + infos
-    return head + b"\0" * (-len(head) % ALIGN) + data
+    return file_bytes([kv(*m) for m in metadata], infos, len(names), data)
 
 
 def main() -> None:

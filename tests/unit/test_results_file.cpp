@@ -140,12 +140,9 @@ TEST(ResultsFile, HeatmapCoordinatesAreIntsOrNothing) {
 // ours, and reading names the file and line.
 TEST(ResultsFile, CapacityPastIntIsNotAResultLine) {
   const fs::path dir = fresh_dir("capacity");
-  const std::string line = R"({"case": "c", "press": "snapkv", "capacity": CAP, "input_hash": "h", "placement": "end", )"
-                           R"("score": 1, "kv_bytes_kept": 1, "kv_bytes_full": 2, "decode_s": 0.5})";
-  const auto with = [&](const std::string& cap) {
-    std::string l = line;
-    l.replace(l.find("CAP"), 3, cap);
-    return l;
+  const auto with = [](const char* cap) {
+    return fmt::format(R"({{"case": "c", "press": "snapkv", "capacity": {}, "input_hash": "h", "placement": "end", )"
+                       R"("score": 1, "kv_bytes_kept": 1, "kv_bytes_full": 2, "decode_s": 0.5}})", cap);
   };
   write_result_lines(results_path(dir.string(), "s"), {with("1024")});
   EXPECT_EQ(read_suite_results(dir.string(), "s", "end", "none").rows.size(), 1u);
