@@ -367,17 +367,18 @@ void AttendTileT(const float* q, const int32_t* q_pos, int64_t t0, int64_t t1, i
   }
 }
 
-// Stored K or V elements as f32 vectors, by storage type.
+// Stored K or V elements as f32 vectors, by storage type. (kSize and SumOfLanes4 below go unused
+// in the targets where no kernel reads rows in chunks: maybe_unused, for clang.)
 struct KvF16 {
-  static constexpr size_t kSize = 2;
+  [[maybe_unused]] static constexpr size_t kSize = 2;
   static VF Load(const uint8_t* p) { return dq::LoadHalves(p); }
 };
 struct KvBF16 {
-  static constexpr size_t kSize = 2;
+  [[maybe_unused]] static constexpr size_t kSize = 2;
   static VF Load(const uint8_t* p) { return dq::LoadBf16s(p); }
 };
 struct KvF32 {
-  static constexpr size_t kSize = 4;
+  [[maybe_unused]] static constexpr size_t kSize = 4;
   static VF Load(const uint8_t* p) { return hn::LoadU(DF(), reinterpret_cast<const float*>(p)); }
 };
 
@@ -396,7 +397,7 @@ HWY_INLINE void LoadRow(const uint8_t* base, int j, VF* x) {
 // out[0..4) = the sums of the lanes of a, b, c, d. On AVX-512 one transpose-add tree: 13
 // instructions, where four horizontal sums take about 32 on the shuffle port.
 #if HWY_TARGET <= HWY_AVX3
-HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
+[[maybe_unused]] HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   // Within each 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3], and the same for c, d.
   const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a.raw, b.raw), _mm512_unpackhi_ps(a.raw, b.raw));
   const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c.raw, d.raw), _mm512_unpackhi_ps(c.raw, d.raw));
@@ -412,7 +413,7 @@ HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
 // With 8-lane vectors (AVX2, for AttendRangeInChunks): interleave pairs, then 64-bit pairs,
 // which leaves each 128-bit half holding four partial sums; then add the halves. Other widths
 // sum each vector alone (nothing calls them here in decode).
-HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
+[[maybe_unused]] HWY_INLINE void SumOfLanes4(VF a, VF b, VF c, VF d, float* out) {
   const DF df;
 #if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
   if constexpr (hn::MaxLanes(DF()) == 8) {
