@@ -13,69 +13,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from snapkv_server import SnapkvServer  # noqa: E402
+from redis_server import Redis, free_port  # noqa: E402
 from checks import Checks, expect  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Redis:
-    """redis-server on a loopback port; commands over its wire protocol (RESP)."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--daemonize", "no"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if self.command("PING") == "PONG":
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server on port {port} did not start")
-            time.sleep(0.05)
-
-    def command(self, *args: str):
-        req = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-            s.sendall(req.encode())
-            f = s.makefile("rb")
-            return self._reply(f)
-
-    def _reply(self, f):
-        line = f.readline().rstrip(b"\r\n")
-        kind, rest = line[:1], line[1:].decode()
-        if kind == b"+":
-            return rest
-        if kind == b"-":
-            raise RuntimeError(rest)
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            return None if rest == "-1" else f.read(int(rest) + 2)[:-2]
-        if kind == b"*":
-            return [self._reply(f) for _ in range(int(rest))]
-        raise RuntimeError(f"unexpected reply {line!r}")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 def chat(server: SnapkvServer, messages: list[dict], max_tokens: int = 8) -> dict:
