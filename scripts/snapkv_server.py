@@ -17,6 +17,12 @@ import urllib.request
 from pathlib import Path
 
 
+
+def cached_tokens(reply: dict) -> int:
+    """The prompt tokens a completion's reply says were resumed from a cached state."""
+    return reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+
 class SnapkvServer:
     def __init__(self, binary: str, model: str, args: list[str], startup_timeout: float = 60):
         self.cmd = [binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", *args]

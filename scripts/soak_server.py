@@ -41,7 +41,7 @@ from collections import Counter
 from pathlib import Path
 
 from redis_server import Redis, free_port
-from snapkv_server import SnapkvServer
+from snapkv_server import SnapkvServer, cached_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +51,13 @@ PRESSES = [None, {"press": "snapkv", "capacity": 128}, {"press": "snapkv", "capa
            {"press": "pyramidkv", "capacity": 256}, {"press": "ada_kv", "capacity": 256},
            {"press": "streaming_llm", "capacity": 128}, {"press": "tova", "capacity": 256},
            {"press": "expected_attention", "capacity": 256}, {"press": "recommended", "capacity": 256}]
+
+
+def with_press(body: dict, press: dict | None) -> dict:
+    """body with its kv_compression field when press is not None (None: the server's default)."""
+    return {**body, "kv_compression": press} if press else body
+
+
 QUESTIONS = ["What is this about?", "Who is the author talking to?", "Name one example the text gives.",
              "What does the author recommend?", "Say it in one sentence.", "What is the main claim?"]
 
@@ -106,8 +113,7 @@ class Soak:
     def body(self, rng: random.Random) -> tuple[str, dict]:
         text = self.text(rng, rng.choice([50, 100, 200, 400, 800, 1500]))
         body: dict = {"max_tokens": rng.choice([8, 16, 32]), "stream": rng.random() < 0.5}
-        if press := rng.choice(PRESSES):
-            body["kv_compression"] = press
+        body = with_press(body, rng.choice(PRESSES))
         if rng.random() < 0.3:
             body["speculation"] = {"mode": "prompt-lookup", "k": rng.choice([2, 4, 8])}
         if rng.random() < 0.5:
@@ -132,12 +138,12 @@ class Soak:
             press = rng.choice([None, {"press": "snapkv", "capacity": 256}])
             messages = [{"role": "user", "content": self.text(rng, rng.choice([400, 800, 1500])) + "\n\n" + rng.choice(QUESTIONS)}]
             for turn in range(rng.randint(2, 6)):
-                body = {"messages": messages, "max_tokens": 24, "temperature": 0, **({"kv_compression": press} if press else {})}
+                body = with_press({"messages": messages, "max_tokens": 24, "temperature": 0}, press)
                 reply = self.post("conversation", "/v1/chat/completions", body)
                 if reply is None or self.stop.is_set():
                     break
                 if turn > 0:
-                    resumed = reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+                    resumed = cached_tokens(reply) > 0
                     self.count("conversation turn", "resumed" if resumed else "not resumed")
                 messages += [{"role": "assistant", "content": reply["choices"][0]["message"]["content"]},
                              {"role": "user", "content": rng.choice(QUESTIONS)}]
@@ -152,8 +158,8 @@ class Soak:
             barrier = threading.Barrier(3)
 
             def ask(k: int):
-                body = {"messages": [{"role": "user", "content": doc + "\n\n" + QUESTIONS[k]}], "max_tokens": 16,
-                        "temperature": 0, **({"kv_compression": press} if press else {})}
+                body = with_press({"messages": [{"role": "user", "content": doc + "\n\n" + QUESTIONS[k]}],
+                                   "max_tokens": 16, "temperature": 0}, press)
                 barrier.wait()
                 replies[k] = self.post("askers", "/v1/chat/completions", body)
 
@@ -162,7 +168,7 @@ class Soak:
                 t.start()
             for t in threads:
                 t.join()
-            shared = sum(1 for r in replies if r and r["usage"]["prompt_tokens_details"]["cached_tokens"] > 0)
+            shared = sum(1 for r in replies if r and cached_tokens(r) > 0)
             self.count(f"askers ({'SnapKV' if press else 'full cache'}) resuming a shared prefill", shared)
 
     def repeater(self):
@@ -184,7 +190,7 @@ class Soak:
             else:
                 self.count("repeater answer", "different")
                 with self.lock:
-                    self.differences.append(f"prompt {k} (cached tokens {reply['usage']['prompt_tokens_details']['cached_tokens']}): "
+                    self.differences.append(f"prompt {k} (cached tokens {cached_tokens(reply)}): "
                                             f"{first[k]!r} then {answer!r}")
 
     def outages(self):

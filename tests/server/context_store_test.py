@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from snapkv_server import SnapkvServer  # noqa: E402
+from snapkv_server import SnapkvServer, cached_tokens  # noqa: E402
 from redis_server import Redis, free_port  # noqa: E402
 from checks import Checks, expect  # noqa: E402
 
@@ -31,10 +31,6 @@ def chat(server: SnapkvServer, messages: list[dict], max_tokens: int = 8) -> dic
     with urllib.request.urlopen(req, timeout=120) as r:
         expect(r.status == 200, f"status {r.status}")
         return json.loads(r.read())
-
-
-def cached(reply: dict) -> int:
-    return reply["usage"]["prompt_tokens_details"]["cached_tokens"]
 
 
 def log_count(server: SnapkvServer, text: str) -> int:
@@ -62,7 +58,7 @@ def main() -> int:
 
         def shared_between_replicas():
             first = chat(a, question)
-            expect(cached(first) == 0, f"a new document reported {cached(first)} cached tokens")
+            expect(cached_tokens(first) == 0, f"a new document reported {cached_tokens(first)} cached tokens")
             # The replica saves on a background thread: the state, then an index key per 256-token
             # prefix, shortest first. Replica B can resume once the prompt's prefixes are indexed.
             n_index = first["usage"]["prompt_tokens"] // 256
@@ -74,13 +70,13 @@ def main() -> int:
             other = [{"role": "user", "content": doc_a + "\n\nWho wrote it, and when?"}]
             second = chat(b, other)
             n_prompt = second["usage"]["prompt_tokens"]
-            expect(cached(second) >= n_prompt // 2,
-                   f"replica B resumed {cached(second)} of {n_prompt} prompt tokens from the store")
+            expect(cached_tokens(second) >= n_prompt // 2,
+                   f"replica B resumed {cached_tokens(second)} of {n_prompt} prompt tokens from the store")
             m = b.metrics()
             expect(m["snapkv_context_store_hits_total"] == 1, f"store hits {m['snapkv_context_store_hits_total']}")
-            expect(m["snapkv_prompt_tokens_prefilled_total"] == n_prompt - cached(second),
+            expect(m["snapkv_prompt_tokens_prefilled_total"] == n_prompt - cached_tokens(second),
                    f"replica B prefilled {m['snapkv_prompt_tokens_prefilled_total']} tokens")
-            return f"{cached(second)} of {n_prompt} prompt tokens from the store"
+            return f"{cached_tokens(second)} of {n_prompt} prompt tokens from the store"
 
         def next_turn_in_memory():
             first = chat(b, question, max_tokens=16)
@@ -89,11 +85,11 @@ def main() -> int:
                                {"role": "user", "content": "Say it in one sentence."}]
             second = chat(b, turn)
             # The template's closing tokens after the answer and the new message are new.
-            expect(cached(second) >= first["usage"]["prompt_tokens"] - 1,
-                   f"turn 2 resumed {cached(second)} tokens; turn 1 had {first['usage']['prompt_tokens']}")
+            expect(cached_tokens(second) >= first["usage"]["prompt_tokens"] - 1,
+                   f"turn 2 resumed {cached_tokens(second)} tokens; turn 1 had {first['usage']['prompt_tokens']}")
             m = b.metrics()
             expect(m["snapkv_prompt_cache_entries"] >= 1 and m["snapkv_prompt_cache_bytes"] > 0, "nothing cached")
-            return f"turn 2: {cached(second)} of {second['usage']['prompt_tokens']} tokens cached"
+            return f"turn 2: {cached_tokens(second)} of {second['usage']['prompt_tokens']} tokens cached"
 
         def redis_away_and_back():
             redis.stop()
