@@ -17,7 +17,8 @@
 // first; a running sequence is never evicted): a later request that starts with its tokens (the
 // conversation's next turn, the same document with another question) prefills only the rest. A
 // request that shares a long prefix with one still prefilling waits for it rather than
-// prefilling the same tokens twice. With a context store, states are also saved there and found
+// prefilling the same tokens twice; pressed requests for one document, admitted together or
+// queued behind one another, prefill it once without their presses. With a context store, states are also saved there and found
 // by other servers and after a restart.
 #include <atomic>
 #include <chrono>
@@ -48,6 +49,10 @@ struct SchedulerOptions {
   int n_ctx = 0;                       // context per sequence (0: the model's)
   KvType kv_type = KvType::kF16;
   double prefill_slice_s = 0.05;       // prefill time between two decode steps
+  // How long a pressed request with a long prompt (512 tokens or more) waits in the queue for the
+  // requests sent with it, so that they are admitted in one step and can share its document's
+  // prefill (engine/scheduler.cpp); requests behind it in the queue wait as long (FIFO).
+  double gather_s = 0.01;
   // Keep finished sequences' states (inside kv_memory, least recently used out first) and resume
   // requests that start with their tokens from them; see engine/prompt_cache.h for the rules.
   bool prompt_cache = true;

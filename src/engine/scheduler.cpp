@@ -22,9 +22,6 @@ namespace {
 // fewest shared with a running prefill worth waiting for it.
 constexpr int kCacheMin = 32;
 constexpr size_t kShareMin = 256;
-// How long an idle server waking for a pressed request with a long prompt waits for the requests
-// sent with it, so that they are admitted together and can share their document's prefill.
-constexpr auto kGather = std::chrono::milliseconds(10);
 
 size_t minus(size_t a, size_t b) { return a - std::min(a, b); }
 
@@ -49,6 +46,7 @@ std::string SchedulerOptions::validate() const {
   if (max_queue < 0 || max_queue > 4096) return "the queue length must be between 0 and 4096";
   if (n_ctx < 0) return "the context size must be positive";
   if (!(prefill_slice_s > 0)) return "the prefill slice must be positive";
+  if (!(gather_s >= 0 && gather_s <= 10)) return "the gathering wait must be between 0 and 10 seconds";
   if (!context_store.empty() && !prompt_cache) return "a context store needs the prompt cache";
   if (!context_store.empty() && context_store_bytes == 0) return "the context store size must be positive";
   return {};
@@ -274,14 +272,22 @@ bool BatchScheduler::shares_document(const PressConfig& press) const {
 }
 
 int BatchScheduler::shared_document(const Running& r, const std::vector<std::unique_ptr<Running>>& running) const {
-  // The shortest of the long prefixes others share with r, so that all of them can follow.
+  // The shortest of the long prefixes others share with r, so that all of them can follow: those
+  // admitted with it, and those queued behind it (for a batch slot or memory), which resume from
+  // the whole state it leaves in the cache when they are admitted.
   const std::span<const int32_t> prompt = r.req.prompt;
   const size_t worth = std::max<size_t>(kShareMin, prompt.size() / 2);
   size_t doc = 0;
-  for (const auto& x : running) {
-    if (x.get() == &r || x->done || !x->waiting || !shares_document(x->req.press)) continue;
-    const size_t n = std::min({common_prefix(x->req.prompt, prompt), x->req.prompt.size() - 1, prompt.size() - 1});
+  const auto consider = [&](std::span<const int32_t> other) {
+    const size_t n = std::min({common_prefix(other, prompt), other.size() - 1, prompt.size() - 1});
     if (n >= worth && (doc == 0 || n < doc)) doc = n;
+  };
+  for (const auto& x : running) {
+    if (x.get() != &r && !x->done && x->waiting && shares_document(x->req.press)) consider(x->req.prompt);
+  }
+  std::lock_guard lk(mu_);
+  for (const Queued& q : queue_) {
+    if (shares_document(q.request.press)) consider(q.request.prompt);
   }
   return static_cast<int>(doc);
 }
@@ -393,6 +399,12 @@ void BatchScheduler::end(Running& r, FinishReason reason, std::string error) {
   r.session.reset();
 }
 
+Clock::time_point BatchScheduler::gathered() const {
+  const Queued& q = queue_.front();
+  if (q.request.prompt.size() < 2 * kShareMin || !shares_document(q.request.press)) return q.since;
+  return q.since + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.gather_s));
+}
+
 void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
   std::lock_guard lk(mu_);
   // Queued requests whose client left or whose deadline passed end before they start.
@@ -407,8 +419,10 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Running>>& running) {
     }
     return true;
   });
-  // FIFO: the first request waits for memory rather than being overtaken by smaller ones.
-  while (!queue_.empty() && static_cast<int>(running.size()) < opt_.max_batch && !stopping_) {
+  // FIFO: the first request waits for memory rather than being overtaken by smaller ones, and
+  // for the requests sent with it (those behind it then come in the same step).
+  const bool gathering = !queue_.empty() && now < gathered();
+  while (!queue_.empty() && static_cast<int>(running.size()) < opt_.max_batch && !stopping_ && !gathering) {
     Queued& q = queue_.front();
     if (metrics_.kv_reserved + q.reserve > opt_.kv_memory) break;
     // Its prefill begins in prefill_slice(), outside the lock (a context store may be asked).
@@ -584,12 +598,8 @@ void BatchScheduler::loop() {
   for (;;) {
     {
       std::unique_lock lk(mu_);
-      const bool idle = running.empty();
       cv_.wait(lk, [&] { return stopping_ || !running.empty() || !queue_.empty(); });
-      if (idle && !queue_.empty() && queue_.front().request.prompt.size() >= 2 * kShareMin &&
-          shares_document(queue_.front().request.press)) {
-        cv_.wait_for(lk, kGather, [&] { return stopping_; });
-      }
+      if (running.empty() && !queue_.empty()) cv_.wait_until(lk, gathered(), [&] { return stopping_; });
       if (stopping_) break;
     }
     const Clock::time_point now = Clock::now();

@@ -71,18 +71,23 @@ class BatchScheduler {
   // Whether a request with press can share a whole state of its document with others (the press
   // can press a saved cache).
   bool shares_document(const PressConfig& press) const;
-  // How many of r's first tokens the other waiting requests that could share a whole state start
-  // with: the shortest of the shared prefixes worth a shared prefill (0: none).
+  // How many of r's first tokens the other requests that could share a whole state start with
+  // (admitted and waiting, or queued): the shortest of the shared prefixes worth a shared prefill
+  // (0: none). mu_ not held.
   int shared_document(const Running& r, const std::vector<std::unique_ptr<Running>>& running) const;
   // Begins r's prefill, from the longest cached state of its prompt (the prompt cache's, else the
   // context store's, else for a pressed request a whole state of its first tokens) when there is
-  // one; else, for a pressed request sharing its document with others admitted with it, a prefill
-  // of that document without the press first. kv_reserved includes r's reservation.
+  // one; else, for a pressed request sharing its document with others admitted or queued with it,
+  // a prefill of that document without the press first. kv_reserved includes r's reservation.
   void start_prefill(Running& r, size_t kv_reserved, const std::vector<std::unique_ptr<Running>>& running);
   // Begins the prefills of admitted sequences that need not wait (any more). mu_ not held.
   void start_waiting(std::vector<std::unique_ptr<Running>>& running);
   // Counts r's prompt tokens as prefilled or cached. mu_ held.
   void count_start(const Running& r);
+  // When the queue's first request may be admitted: a pressed request with a long prompt, that
+  // could share its document's prefill, gather_s after it arrived (for the requests sent with
+  // it); any other at once. mu_ held, the queue not empty.
+  Clock::time_point gathered() const;
   // Requests that would be left waiting for memory or a slot if one more, of `reserve` bytes,
   // joined the queue and the loop admitted what it can at once (FIFO). mu_ held.
   int n_waiting_with(size_t reserve) const;

@@ -4,7 +4,8 @@
 // tools/reference/make_llamacpp_fixture.py) having prefilled only the rest of its prompt; a
 // pressed state serves only the conversation's next turn; the cache stays within the KV budget;
 // requests for one document that arrive together prefill it once (pressed ones admitted together
-// too, each answering as its own pressed prefill would); corrupt stored states are misses.
+// too, each answering as its own pressed prefill would, also when sent a few ms apart to a busy
+// server or queued for a batch slot); corrupt stored states are misses.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -311,6 +312,49 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
   // Without room for the whole state and its copy beside the pressed reservations, each prefills
   // on its own.
   EXPECT_EQ(together(pressed + whole), 0);
+
+  // Sent `apart` apart to a server busy decoding: returns the tokens cached.
+  const auto busy = [&](SchedulerOptions o, std::chrono::milliseconds apart) {
+    Scheduler s(model(), o);
+    Rejection rejected{};
+    const std::shared_ptr<Job> decoding = s.submit(greedy({c.prompt.begin(), c.prompt.begin() + 8}, 2000), &rejected);
+    EXPECT_TRUE(decoding) << rejected.message;
+    for (int i = 0; i < 200 && s.metrics().generated_tokens == 0; ++i) std::this_thread::sleep_for(10ms);
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (const auto& prompt : prompts) {
+      jobs.push_back(s.submit(greedy(prompt, 8, press), &rejected));
+      EXPECT_TRUE(jobs.back()) << rejected.message;
+      std::this_thread::sleep_for(apart);
+    }
+    int cached = 0;
+    for (size_t i = 0; i < jobs.size() && jobs[i]; ++i) {
+      std::string text;
+      for (Job::Update u;;) {
+        u = jobs[i]->next(1000ms);
+        text += u.text;
+        if (!u.done) continue;
+        EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
+        cached += u.stats.n_cached;
+        break;
+      }
+      EXPECT_EQ(text, expected[i]) << "request " << i << " to a busy server: the answer of its own pressed prefill";
+    }
+    if (decoding) {
+      EXPECT_FALSE(decoding->next(0ms).done) << "the server was busy all along";
+      decoding->cancel();
+    }
+    return cached;
+  };
+  // Sent 20 ms apart, they are admitted in one step all the same: the first waits gather_s in the
+  // queue for the others (without that wait it is admitted at the next step and prefills alone).
+  SchedulerOptions gathering;
+  gathering.gather_s = 0.5;
+  EXPECT_EQ(busy(gathering, 20ms), 2 * static_cast<int>(doc));
+  // With one batch slot free, the first admitted prefills the document for the two queued behind
+  // it, which resume from its whole state when it ends.
+  SchedulerOptions one_slot;
+  one_slot.max_batch = 2;
+  EXPECT_EQ(busy(one_slot, 0ms), 2 * static_cast<int>(doc));
 }
 
 TEST(ContextStore, ADirectoryServesANewSchedulerAndACorruptStateIsAMiss) {
