@@ -66,14 +66,11 @@ struct Result {
   Job::Update last;
 };
 
-Result run(Scheduler& s, SequenceRequest request) {
-  Rejection rejected{};
-  const std::shared_ptr<Job> job = s.submit(std::move(request), &rejected);
-  EXPECT_TRUE(job) << rejected.message;
-  if (!job) return {};
+// Reads a submitted job to its end, which should be its length.
+Result finish(Job& job) {
   Result r;
   for (;;) {
-    Job::Update u = job->next(1000ms);
+    Job::Update u = job.next(1000ms);
     r.text += u.text;
     if (u.done) {
       r.last = std::move(u);
@@ -81,6 +78,13 @@ Result run(Scheduler& s, SequenceRequest request) {
       return r;
     }
   }
+}
+
+Result run(Scheduler& s, SequenceRequest request) {
+  Rejection rejected{};
+  const std::shared_ptr<Job> job = s.submit(std::move(request), &rejected);
+  EXPECT_TRUE(job) << rejected.message;
+  return job ? finish(*job) : Result{};
 }
 
 // The metrics once the loop has counted everything that ended.
@@ -217,15 +221,7 @@ TEST(PromptCache, RequestsForOneDocumentArrivingTogetherPrefillItOnce) {
   }
   EXPECT_GE(expected_cached, 2000);
   int cached = 0;
-  for (const auto& job : jobs) {
-    for (Job::Update u;;) {
-      u = job->next(1000ms);
-      if (!u.done) continue;
-      EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
-      cached += u.stats.n_cached;
-      break;
-    }
-  }
+  for (const auto& job : jobs) cached += finish(*job).last.stats.n_cached;
   EXPECT_EQ(cached, expected_cached);
   EXPECT_EQ(settled(s).prefilled_tokens, total - expected_cached);
 }
@@ -283,17 +279,10 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
     if (blocker) blocker->cancel();
     int cached = 0;
     for (size_t i = 0; i < jobs.size() && jobs[i]; ++i) {
-      std::string text;
-      for (Job::Update u;;) {
-        u = jobs[i]->next(1000ms);
-        text += u.text;
-        if (!u.done) continue;
-        EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
-        EXPECT_LT(u.stats.kv_bytes * 4, u.stats.kv_full_bytes) << "pressed";
-        cached += u.stats.n_cached;
-        break;
-      }
-      EXPECT_EQ(text, expected[i]) << "request " << i << ": the answer of its own pressed prefill";
+      const Result r = finish(*jobs[i]);
+      EXPECT_LT(r.last.stats.kv_bytes * 4, r.last.stats.kv_full_bytes) << "pressed";
+      cached += r.last.stats.n_cached;
+      EXPECT_EQ(r.text, expected[i]) << "request " << i << ": the answer of its own pressed prefill";
     }
     const SchedulerMetrics m = settled(s);
     EXPECT_EQ(m.prefilled_tokens, 8 + total - cached);
@@ -328,16 +317,9 @@ TEST(PromptCache, PressedRequestsForOneDocumentAdmittedTogetherPrefillItOnce) {
     }
     int cached = 0;
     for (size_t i = 0; i < jobs.size() && jobs[i]; ++i) {
-      std::string text;
-      for (Job::Update u;;) {
-        u = jobs[i]->next(1000ms);
-        text += u.text;
-        if (!u.done) continue;
-        EXPECT_EQ(u.reason, FinishReason::kLength) << u.error;
-        cached += u.stats.n_cached;
-        break;
-      }
-      EXPECT_EQ(text, expected[i]) << "request " << i << " to a busy server: the answer of its own pressed prefill";
+      const Result r = finish(*jobs[i]);
+      cached += r.last.stats.n_cached;
+      EXPECT_EQ(r.text, expected[i]) << "request " << i << " to a busy server: the answer of its own pressed prefill";
     }
     if (decoding) {
       EXPECT_FALSE(decoding->next(0ms).done) << "the server was busy all along";
