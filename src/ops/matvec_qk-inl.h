@@ -161,7 +161,12 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActi
       xs[t] = x.sum4.data() + (t0 + t) * nb * 4;
     }
     for (int64_t sb = 0; sb < nsb; ++sb, p += kGroupBlock) {
-      if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
+      // The super-block kPrefetchBytes ahead, a quarter before each granule.
+      const bool ahead = static_cast<size_t>(p - first) + kPrefetchBytes < total;
+      const auto prefetch = [&](int i) {
+        if (ahead) prefetch_part_ahead<kGroupBlock, 4>(p, i);
+      };
+      prefetch(0);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       // sum4 holds a quarter of a block's sum.
       const __m256 dmin4 =
@@ -180,8 +185,11 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActi
                                              _mm256_and_si256(_mm256_srli_epi16(v1, 2), m30))};
       const Q45Scales scales{d, dmin4, {sc[0], sc[1]}, {mn[0], mn[1]}};
       Q45Granule<kQ5, kBits, T, 0>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
+      prefetch(1);
       Q45Granule<kQ5, kBits, T, 1>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
+      prefetch(2);
       Q45Granule<kQ5, kBits, T, 2>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
+      prefetch(3);
       Q45Granule<kQ5, kBits, T, 3>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
       for (int t = 0; t < T; ++t) {
         xq[t].q += 256;
@@ -268,15 +276,27 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActiv
       x16[t] = qk.sums16.data() + (t0 + t) * (w.n_in / 16);
     }
     for (int64_t sb = 0; sb < nsb; ++sb, p += kGroupBlock) {
-      if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
+      // The super-block kPrefetchBytes ahead, an eighth before each quarter.
+      const bool ahead = static_cast<size_t>(p - first) + kPrefetchBytes < total;
+      const auto prefetch = [&](int i) {
+        if (ahead) prefetch_part_ahead<kGroupBlock, 8>(p, i);
+      };
+      prefetch(0);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       Q6Quarter<kBits, T, 0, 0>(p, d, xq, xd, x16, acc);
+      prefetch(1);
       Q6Quarter<kBits, T, 0, 1>(p, d, xq, xd, x16, acc);
+      prefetch(2);
       Q6Quarter<kBits, T, 0, 2>(p, d, xq, xd, x16, acc);
+      prefetch(3);
       Q6Quarter<kBits, T, 0, 3>(p, d, xq, xd, x16, acc);
+      prefetch(4);
       Q6Quarter<kBits, T, 1, 0>(p, d, xq, xd, x16, acc);
+      prefetch(5);
       Q6Quarter<kBits, T, 1, 1>(p, d, xq, xd, x16, acc);
+      prefetch(6);
       Q6Quarter<kBits, T, 1, 2>(p, d, xq, xd, x16, acc);
+      prefetch(7);
       Q6Quarter<kBits, T, 1, 3>(p, d, xq, xd, x16, acc);
       for (int t = 0; t < T; ++t) {
         xq[t].q += 256;
