@@ -129,9 +129,9 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
   prefetch_rows_start(first, total);
+  PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     // Alternate granules go to two sinks: on AVX-512 a 32-weight granule is only two vectors,
     // and one sink's two FMA chains would wait on the multiply-add latency.
     DotSink<T> even, odd;
@@ -139,6 +139,7 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
     odd.Zero();
     int64_t gi = 0;
     for (; gi + 2 <= n_gran; gi += 2) {
+      ahead.reached(row + gi * static_cast<int64_t>(D::kBlockBytes) / D::kGranulesPerBlock);
       even.At(x, ldx, gi * D::kGranule);
       D::Decode(row, gi, even);
       odd.At(x, ldx, (gi + 1) * D::kGranule);

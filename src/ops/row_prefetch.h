@@ -35,6 +35,25 @@ inline void prefetch_part_ahead(const uint8_t* p, int i) {
   prefetch_span_ahead<kBytes / kParts>(p + i * (kBytes / kParts));
 }
 
+// A thread's prefetches through its rows (`total` bytes from `first`) for a kernel whose steps
+// are not runs of a fixed size (the f32 path's granules of any type): each line once,
+// kPrefetchBytes ahead of where the work has got to, a few lines at a time rather than a row's
+// worth at once (the queueing that prefetch_part_ahead avoids). The first kPrefetchBytes are
+// prefetch_rows_start's.
+class PrefetchCursor {
+ public:
+  PrefetchCursor(const uint8_t* first, size_t total)
+      : next_(first + std::min(total, kPrefetchBytes)), end_(first + total) {}
+  void reached(const uint8_t* p) {
+    const uint8_t* to = std::min(end_, p + kPrefetchBytes);
+    for (; next_ < to; next_ += 64) __builtin_prefetch(next_);
+  }
+
+ private:
+  const uint8_t* next_;
+  const uint8_t* end_;
+};
+
 // Before the first of a thread's rows, which span `total` bytes from `first`.
 inline void prefetch_rows_start(const uint8_t* first, size_t total) {
   prefetch_bytes(first, 0, std::min(total, kPrefetchBytes));
