@@ -44,9 +44,9 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
   prefetch_rows_start(first, total);
+  PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     __m256 acc[T], off[T];
     for (int t = 0; t < T; ++t) acc[t] = off[t] = _mm256_setzero_ps();
     // Running pointers: with the indices worked out afresh for every pair, about a third of the
@@ -63,6 +63,7 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
     }
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, blk += 2 * kBlockBytes) {
+      ahead.reached(blk);
       const __m256i codes = Load2x16(blk + kCodes, blk + kBlockBytes + kCodes);
       const __m256i lo = _mm256_and_si256(codes, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
@@ -109,9 +110,9 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
   prefetch_rows_start(first, total);
+  PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
-    prefetch_row_ahead(first, static_cast<size_t>(row - first), w.row_bytes, total);
     __m256 even[T], odd[T];
     const int8_t* xq[T];
     const float* xd[T];
@@ -123,6 +124,7 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
     const uint8_t* blk = row;
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, blk += 2 * kBlockBytes) {
+      ahead.reached(blk);
       for (int t = 0; t < T; ++t) {
         even[t] = Q8Block(blk, xq[t], xd[t][0], even[t]);
         odd[t] = Q8Block(blk + kBlockBytes, xq[t] + kQ8Block, xd[t][4], odd[t]);
@@ -171,8 +173,8 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, int64_t t0, flo
     }
     for (int64_t b = 0; b < nb; ++b, p += kGroupBlock) {
       // A block's bytes kPrefetchBytes ahead, a few lines per block: asked for a group (3-8 KiB)
-      // at a time, as prefetch_row_ahead does for a row, the prefetches queue up behind each other
-      // and the matvecs from memory slow down.
+      // at a time, the prefetches queue up behind each other and the matvecs from memory slow
+      // down.
       if (static_cast<size_t>(p - first) + kPrefetchBytes < total) prefetch_span_ahead<kGroupBlock>(p);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       __m256i s[T], s1[T], s2[T];
