@@ -128,7 +128,6 @@ HWY_NOINLINE void GemvRows(const WeightMatrix& w, const float* x, int64_t ldx, f
   const int64_t k_tail = n_gran * D::kGranule;  // float types only: a partial last granule
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
-  prefetch_rows_start(first, total);
   PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;

@@ -43,7 +43,6 @@ static void Q4Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
-  prefetch_rows_start(first, total);
   PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;
@@ -109,7 +108,6 @@ static void Q8Rows(const WeightMatrix& w, const Q8Activations& x, int64_t t0, fl
   const int64_t nb = w.n_in / kQ8Block;
   const uint8_t* first = w.data + static_cast<size_t>(r0) * w.row_bytes;
   const size_t total = static_cast<size_t>(r1 - r0) * w.row_bytes;
-  prefetch_rows_start(first, total);
   PrefetchCursor ahead(first, total);
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.data + static_cast<size_t>(r) * w.row_bytes;

@@ -27,6 +27,11 @@ inline void prefetch_span_ahead(const uint8_t* p) {
   for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + kPrefetchBytes + o);
 }
 
+// Before the first of a thread's rows, which span `total` bytes from `first`.
+inline void prefetch_rows_start(const uint8_t* first, size_t total) {
+  prefetch_bytes(first, 0, std::min(total, kPrefetchBytes));
+}
+
 // Part i of kParts of the kBytes at p, kPrefetchBytes ahead, for a kernel that works through
 // runs of kBytes too long to ask for at once (a K-quant super-block of 8 rows, 1.1-1.7 KiB),
 // a part before each piece of its work.
@@ -38,12 +43,14 @@ inline void prefetch_part_ahead(const uint8_t* p, int i) {
 
 // A thread's prefetches through its rows (`total` bytes from `first`) for a kernel whose steps
 // are not runs of a fixed size (the f32 path's granules of any type, the row-major 8-bit
-// kernels' pairs of blocks): each line once, kPrefetchBytes ahead of where the work has got to.
-// The first kPrefetchBytes are prefetch_rows_start's.
+// kernels' pairs of blocks): the first kPrefetchBytes when made, then each line once,
+// kPrefetchBytes ahead of where the work has got to.
 class PrefetchCursor {
  public:
   PrefetchCursor(const uint8_t* first, size_t total)
-      : next_(first + std::min(total, kPrefetchBytes)), end_(first + total) {}
+      : next_(first + std::min(total, kPrefetchBytes)), end_(first + total) {
+    prefetch_rows_start(first, total);
+  }
   void reached(const uint8_t* p) {
     const uint8_t* to = std::min(end_, p + kPrefetchBytes);
     for (; next_ < to; next_ += 64) __builtin_prefetch(next_);
@@ -53,10 +60,5 @@ class PrefetchCursor {
   const uint8_t* next_;
   const uint8_t* end_;
 };
-
-// Before the first of a thread's rows, which span `total` bytes from `first`.
-inline void prefetch_rows_start(const uint8_t* first, size_t total) {
-  prefetch_bytes(first, 0, std::min(total, kPrefetchBytes));
-}
 
 }  // namespace snapkv
