@@ -77,11 +77,23 @@ void q8_x86_quantize(const float* x, int64_t n_blocks, int16_t* q, float* d4, fl
   q8_avx2::QuantizeBlocks(x, n_blocks, q, d4, sum4);
 }
 
+void q16_split_bytes(const Q8Activations& x, Q16Bytes& out) {
+  const size_t n = static_cast<size_t>(x.n_tok * x.n_in);
+  out.high.resize(n);
+  out.low.resize(n);
+  out.high_sums.resize(n / kQ8Block);
+  q8_avx2::SplitBytes(x.q16.data(), static_cast<int64_t>(n) / kQ8Block, out.high.data(), out.low.data(),
+                      out.high_sums.data());
+}
+
 void q8_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float* y, int64_t r0, int64_t r1) {
   if (vnni) {
-    q8_vnni::Rows(w, x, y, r0, r1);
+    // A pass over the activations per call (on each thread), against one over the rows' weights.
+    thread_local Q16Bytes bytes;
+    if (x.bits == 16 && w.type == GgmlType::Q8_0) q16_split_bytes(x, bytes);
+    q8_vnni::Rows(w, x, bytes, y, r0, r1);
   } else {
-    q8_avx2::Rows(w, x, y, r0, r1);
+    q8_avx2::Rows(w, x, Q16Bytes{}, y, r0, r1);
   }
 }
 
@@ -94,6 +106,7 @@ bool q8_x86_has_avx2() { return false; }
 bool q8_x86_has_vnni() { return false; }
 void q8_x86_quantize(const float*, int64_t, int8_t*, float*, float*) {}
 void q8_x86_quantize(const float*, int64_t, int16_t*, float*, float*) {}
+void q16_split_bytes(const Q8Activations&, Q16Bytes&) {}
 void q8_x86_rows(bool, const WeightMatrix&, const Q8Activations&, float*, int64_t, int64_t) {}
 }  // namespace snapkv
 

@@ -53,7 +53,7 @@ struct TokenActs {
 
 template <int kBits>
 static inline TokenActs TokenAt(const Q8Activations& x, const QkActivations& qk, int64_t t) {
-  if constexpr (kBits == 16) return {qk.high.data() + t * x.n_in, qk.low.data() + t * x.n_in};
+  if constexpr (kBits == 16) return {qk.bytes.high.data() + t * x.n_in, qk.bytes.low.data() + t * x.n_in};
   return {x.q.data() + t * x.n_in, nullptr};
 }
 

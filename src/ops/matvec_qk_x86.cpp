@@ -59,17 +59,7 @@ void qk_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float
       qk.sums16[i] = s;
     }
   }
-  if (x.bits == 16) {
-    qk.high.resize(n);
-    qk.low.resize(n);
-    for (size_t i = 0; i < n; i += 4) {
-      for (size_t j = 0; j < 4; ++j) {
-        const int16_t c = x.q16[i + static_cast<size_t>(q16_slot(static_cast<int64_t>(j)))];
-        qk.high[i + j] = static_cast<int8_t>(c >> 8);
-        qk.low[i + j] = static_cast<uint8_t>(c & 0xFF);
-      }
-    }
-  }
+  if (x.bits == 16) q16_split_bytes(x, qk.bytes);
   if (vnni) {
     qk_vnni::Rows(w, x, qk, y, r0, r1);
   } else {

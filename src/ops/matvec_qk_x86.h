@@ -5,16 +5,14 @@
 #include <vector>
 
 #include "ops/matvec_q8.h"
+#include "ops/matvec_q8_x86.h"
 
 namespace snapkv {
 
 // What the kernels read of the activations besides Q8Activations, made from it once per call.
 struct QkActivations {
   std::vector<int32_t> sums16;  // [n_tok][n_in / 16]: the sums of each 16 codes (Q6_K's offset)
-  // 16-bit codes x = 256 * high + low, [n_tok][n_in] in element order (not q16_slot's); empty
-  // for 8-bit ones.
-  std::vector<int8_t> high;
-  std::vector<uint8_t> low;
+  Q16Bytes bytes;               // 16-bit codes as bytes; empty for 8-bit ones
 };
 
 // q8_matvec_rows for a K-quant matrix with its interleaved copy (w.rows8; r0 and r1 multiples of
