@@ -15,16 +15,44 @@ namespace snapkv {
 
 inline constexpr size_t kPrefetchBytes = 4096;
 
+// Where the prefetches bring the lines. kL1 by default. kStream for the kernels with the least
+// arithmetic per byte (Q4_0, Q4_1, Q8_0 with integer activations): L2 on Intel, whose own
+// prefetcher takes the lines on to L1, and L1 elsewhere. Asked for in L1, a line holds one of the
+// core's few line-fill buffers for its whole trip from memory, and on the 480 MiB-L3 Xeon VM
+// those kernels then decoded the 1B shape's Q8_0 1.4x and Q4_0 1.1x more slowly; the K-quant and
+// f32 kernels, with more work per byte, ran 2-4 % faster with kL1 there. The AMD VMs, where
+// prefetching was measured first, keep L1 (engineering log, 2026-12-04, second session).
+enum class PrefetchTo { kL1, kStream };
+
+inline bool prefetch_stream_to_l2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();  // this may run before the constructor that sets up __builtin_cpu_is
+  return __builtin_cpu_is("intel");
+#else
+  return false;
+#endif
+}
+inline const bool kStreamToL2 = prefetch_stream_to_l2();
+
+template <PrefetchTo kTo = PrefetchTo::kL1>
+inline void prefetch_line(const uint8_t* p) {
+  if (kTo == PrefetchTo::kStream && kStreamToL2) {
+    __builtin_prefetch(p, 0, 2);
+  } else {
+    __builtin_prefetch(p, 0, 3);
+  }
+}
+
 inline void prefetch_bytes(const uint8_t* base, size_t from, size_t to) {
-  for (size_t b = from & ~size_t{63}; b < to; b += 64) __builtin_prefetch(base + b);
+  for (size_t b = from & ~size_t{63}; b < to; b += 64) prefetch_line(base + b);
 }
 
 // The kBytes at p + kPrefetchBytes, for a kernel that calls it for each run of kBytes in turn:
 // one prefetch every 64 bytes from the run's start, a fixed number (no loop), so every line
 // of consecutive runs gets one (a line that two runs share, two) whatever the alignment.
-template <size_t kBytes>
+template <size_t kBytes, PrefetchTo kTo = PrefetchTo::kL1>
 inline void prefetch_span_ahead(const uint8_t* p) {
-  for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + kPrefetchBytes + o);
+  for (size_t o = 0; o < kBytes; o += 64) prefetch_line<kTo>(p + kPrefetchBytes + o);
 }
 
 // Before the first of a thread's rows, which span `total` bytes from `first`.
@@ -53,7 +81,7 @@ class PrefetchCursor {
   }
   void reached(const uint8_t* p) {
     const uint8_t* to = std::min(end_, p + kPrefetchBytes);
-    for (; next_ < to; next_ += 64) __builtin_prefetch(next_);
+    for (; next_ < to; next_ += 64) prefetch_line(next_);
   }
 
  private:
