@@ -21,7 +21,7 @@ inline constexpr size_t kPrefetchBytes = 4096;
 // core's few line-fill buffers for its whole trip from memory, and on the 480 MiB-L3 Xeon VM
 // those kernels then decoded the 1B shape's Q8_0 1.4x and Q4_0 1.1x more slowly; the K-quant and
 // f32 kernels, with more work per byte, ran 2-4 % faster with kL1 there. The AMD VMs, where
-// prefetching was measured first, keep L1 (engineering log, 2026-12-04, second session).
+// prefetching was measured first, keep L1 (engineering log, 2026-12-04, late night).
 enum class PrefetchTo { kL1, kStream };
 
 inline bool prefetch_stream_to_l2() {
