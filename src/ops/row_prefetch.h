@@ -20,9 +20,9 @@ inline constexpr size_t kPrefetchBytes = 4096;
 // prefetcher takes the lines on to L1, and L1 elsewhere. Asked for in L1, a line holds one of the
 // core's few line-fill buffers for its whole trip from memory, and on the 480 MiB-L3 Xeon VM
 // those kernels then decoded the 1B shape's Q8_0 1.2-1.3x and Q4_0 1.1x more slowly; the K-quant
-// kernels, with more work per byte, ran 1-4 % faster with kL1 there (the f32 path was not
-// measured apart). The AMD VMs, where
-// prefetching was measured first, keep L1 (engineering log, 2026-12-04, late night).
+// kernels, with more work per byte, ran 1-4 % faster with kL1 there, and the f32 path's cursor
+// was mixed (F16 3 % faster with L2, Q8_0 at f32 10 % slower). The AMD VMs, where prefetching was
+// measured first, keep L1 (engineering log, 2026-12-04, late night).
 enum class PrefetchTo { kL1, kStream };
 
 inline bool prefetch_stream_to_l2() {
