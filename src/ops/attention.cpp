@@ -28,6 +28,7 @@
 #include "ops/dequant-inl.h"
 #include "ops/fp16.h"
 #include "ops/transpose-inl.h"
+#include "util/prefetch.h"
 
 #ifndef SNAPKV_OPS_ATTENTION_CONSTANTS_
 #define SNAPKV_OPS_ATTENTION_CONSTANTS_
@@ -389,7 +390,7 @@ template <class Kv, int G>
 HWY_INLINE void LoadRow(const uint8_t* base, int j, VF* x) {
   constexpr size_t kL = hn::MaxLanes(DF()), kRow = G * kL * Kv::kSize;
   const uint8_t* row = base + j * kRow;
-  for (size_t o = 0; o < kRow; o += 64) __builtin_prefetch(row + kPrefetchBytes + o, 0, 2);
+  for (size_t o = 0; o < kRow; o += 64) prefetch_l2(row + kPrefetchBytes + o);
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g) x[g] = Kv::Load(row + g * kL * Kv::kSize);
 }
@@ -527,7 +528,7 @@ void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0
   constexpr int kBlock = 256;
   HWY_ALIGN float s[R][kBlock];
   const auto prefetch = [&](const uint8_t* row) {
-    for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(row + kPrefetchBytes + o, 0, 2);
+    for (size_t o = 0; o < row_bytes; o += 64) prefetch_l2(row + kPrefetchBytes + o);
   };
   for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
     const int nb = static_cast<int>(std::min<int64_t>(kBlock, k1 - j0));

@@ -164,7 +164,7 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActi
       // The super-block kPrefetchBytes ahead, a quarter before each granule.
       const bool ahead = static_cast<size_t>(p - first) + kPrefetchBytes < total;
       const auto prefetch = [&](int i) {
-        if (ahead) prefetch_part_ahead<kGroupBlock, 4>(p, i);
+        if (ahead) prefetch_part_ahead<kGroupBlock, 4, PrefetchTo::kL2ThenL1>(p, i);
       };
       prefetch(0);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -279,7 +279,7 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActiv
       // The super-block kPrefetchBytes ahead, an eighth before each quarter.
       const bool ahead = static_cast<size_t>(p - first) + kPrefetchBytes < total;
       const auto prefetch = [&](int i) {
-        if (ahead) prefetch_part_ahead<kGroupBlock, 8>(p, i);
+        if (ahead) prefetch_part_ahead<kGroupBlock, 8, PrefetchTo::kL2ThenL1>(p, i);
       };
       prefetch(0);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -11,21 +11,26 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "util/prefetch.h"
+
 namespace snapkv {
 
 inline constexpr size_t kPrefetchBytes = 4096;
 
-// Where the prefetches bring the lines. kL1 by default. kStream for the kernels with the least
-// arithmetic per byte (Q4_0, Q4_1, Q8_0 with integer activations): L2 on Intel, whose own
-// prefetcher takes the lines on to L1, and L1 elsewhere. Asked for in L1, a line holds one of the
-// core's few line-fill buffers for its whole trip from memory, and on the 480 MiB-L3 Xeon VM
-// those kernels then decoded the 1B shape's Q8_0 1.2-1.3x and Q4_0 1.1x more slowly; the K-quant
-// kernels, with more work per byte, ran 1-4 % faster with kL1 there, and the f32 path's cursor
-// was mixed (F16 3 % faster with L2, Q8_0 at f32 10 % slower). The AMD VMs, where prefetching was
-// measured first, keep L1 (engineering log, 2026-12-04, late night).
-enum class PrefetchTo { kL1, kStream };
+// Where the prefetches bring the lines. kL1 by default (the f32 path's cursor, the row-major
+// kernels). kStream for the interleaved kernels with the least arithmetic per byte (Q4_0, Q4_1,
+// Q8_0 with integer activations): L2 on Intel, whose own prefetcher takes the lines on to L1, and
+// L1 elsewhere. Asked for in L1, a line holds one of the core's few line-fill buffers for its whole
+// trip from memory: on the 480 MiB-L3 Xeon VM those kernels then decoded the 1B shape's Q8_0
+// 1.2-1.3x and Q4_0 1.1x more slowly. kL2ThenL1 for the interleaved K-quant kernels, on Intel
+// only: into L2 kPrefetchBytes ahead, then from L2 into L1 kPrefetchNearBytes ahead. On that Xeon
+// they streamed from memory 1.4x more slowly with L1 prefetches alone than with none, level with
+// L2 ones alone, and 1.07-1.15x faster with both. Elsewhere they have run without any since
+// 2026-12-04 (engineering log, 2026-12-04 late night and 2026-12-05).
+enum class PrefetchTo { kL1, kStream, kL2ThenL1 };
+inline constexpr size_t kPrefetchNearBytes = 1024;
 
-inline bool prefetch_stream_to_l2() {
+inline bool is_intel_cpu() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();  // this may run before the constructor that sets up __builtin_cpu_is
   return __builtin_cpu_is("intel");
@@ -33,14 +38,14 @@ inline bool prefetch_stream_to_l2() {
   return false;
 #endif
 }
-inline const bool kStreamToL2 = prefetch_stream_to_l2();
+inline const bool kIntelCpu = is_intel_cpu();
 
 template <PrefetchTo kTo = PrefetchTo::kL1>
 inline void prefetch_line(const uint8_t* p) {
-  if (kTo == PrefetchTo::kStream && kStreamToL2) {
-    __builtin_prefetch(p, 0, 2);
+  if (kTo == PrefetchTo::kStream && kIntelCpu) {
+    prefetch_l2(p);
   } else {
-    __builtin_prefetch(p, 0, 3);
+    prefetch_l1(p);
   }
 }
 
@@ -53,7 +58,13 @@ inline void prefetch_bytes(const uint8_t* base, size_t from, size_t to) {
 // of consecutive runs gets one (a line that two runs share, two) whatever the alignment.
 template <size_t kBytes, PrefetchTo kTo = PrefetchTo::kL1>
 inline void prefetch_span_ahead(const uint8_t* p) {
-  for (size_t o = 0; o < kBytes; o += 64) prefetch_line<kTo>(p + kPrefetchBytes + o);
+  if constexpr (kTo == PrefetchTo::kL2ThenL1) {
+    if (!kIntelCpu) return;
+    for (size_t o = 0; o < kBytes; o += 64) prefetch_l2(p + kPrefetchBytes + o);
+    for (size_t o = 0; o < kBytes; o += 64) prefetch_l1(p + kPrefetchNearBytes + o);
+  } else {
+    for (size_t o = 0; o < kBytes; o += 64) prefetch_line<kTo>(p + kPrefetchBytes + o);
+  }
 }
 
 // Before the first of a thread's rows, which span `total` bytes from `first`.
@@ -64,10 +75,10 @@ inline void prefetch_rows_start(const uint8_t* first, size_t total) {
 // Part i of kParts of the kBytes at p, kPrefetchBytes ahead, for a kernel that works through
 // runs of kBytes too long to ask for at once (a K-quant super-block of 8 rows, 1.1-1.7 KiB),
 // a part before each piece of its work.
-template <size_t kBytes, int kParts>
+template <size_t kBytes, int kParts, PrefetchTo kTo>
 inline void prefetch_part_ahead(const uint8_t* p, int i) {
   static_assert(kBytes % kParts == 0);
-  prefetch_span_ahead<kBytes / kParts>(p + i * (kBytes / kParts));
+  prefetch_span_ahead<kBytes / kParts, kTo>(p + i * (kBytes / kParts));
 }
 
 // A thread's prefetches through its rows (`total` bytes from `first`) for a kernel whose steps
