@@ -4,7 +4,6 @@
 // its capacity) and the errors of bad prompts and flags.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,17 +13,12 @@
 
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / fmt::format("snapkv_analyze_{}_{}", name, ::getpid());
-  fs::remove_all(p);
-  return p;
-}
 
 nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(test::slurp(p)); }
 
@@ -42,7 +36,8 @@ fs::path context_file(const fs::path& dir) {
 }
 
 TEST(CliAnalyze, HitRateWritesBothPlacementsAndVotingEverythingHitsEverything) {
-  const fs::path out = fresh_dir("hit");
+  const test::TempDir tmp("analyze_hit");
+  const fs::path& out = tmp.path;
   const std::string base = fmt::format("analyze hit-rate {} --suite niah --lengths 1000 --depths 50 --out {}",
                                        test::eval_args(), out.string());
   const test::CliRun r = test::run_cli(base + " --gen-windows 2 --gen-window-size 16 --question-at both");
@@ -93,7 +88,8 @@ TEST(CliAnalyze, HitRateWritesBothPlacementsAndVotingEverythingHitsEverything) {
 }
 
 TEST(CliAnalyze, MapKeepsTheCapacityPerHeadWithTheWindowAndMarksTheAnswer) {
-  const fs::path out = fresh_dir("map");
+  const test::TempDir tmp("analyze_map");
+  const fs::path& out = tmp.path;
   const test::CliRun r = test::run_cli(fmt::format(
       "analyze map {} --suite niah --lengths 1000 --depths 50 --kv-capacity 128 --out {}", test::eval_args(),
       out.string()));
@@ -123,7 +119,8 @@ TEST(CliAnalyze, MapKeepsTheCapacityPerHeadWithTheWindowAndMarksTheAnswer) {
 }
 
 TEST(CliAnalyze, OverlapOfIdenticalQuestionsIsOneAndOfDifferentOnesLess) {
-  const fs::path out = fresh_dir("overlap");
+  const test::TempDir tmp("analyze_overlap");
+  const fs::path& out = tmp.path;
   const fs::path ctx = context_file(out);
   std::ofstream(out / "same.txt") << "What is this text about?\nWhat is this text about?\n";
   std::ofstream(out / "different.txt") << "What is this text about?\nWho wrote the first program mentioned?\n";
@@ -151,7 +148,8 @@ TEST(CliAnalyze, OverlapOfIdenticalQuestionsIsOneAndOfDifferentOnesLess) {
 }
 
 TEST(CliAnalyze, PoolingScoresEveryKernelAndAWholeLayerKeepsTheWholeAnswer) {
-  const fs::path out = fresh_dir("pooling");
+  const test::TempDir tmp("analyze_pooling");
+  const fs::path& out = tmp.path;
   const test::CliRun r = test::run_cli(fmt::format(
       "analyze pooling {} --suite longeval_lines --tasks generated --lengths 700 --depths 50 --kernels 1,7 "
       "--capacity 128,1024 --max-tokens 6 --out {}",
@@ -176,7 +174,8 @@ TEST(CliAnalyze, PoolingScoresEveryKernelAndAWholeLayerKeepsTheWholeAnswer) {
 }
 
 TEST(CliAnalyze, BadPromptsAndFlagsGetOneReadableError) {
-  const fs::path dir = fresh_dir("errors");
+  const test::TempDir tmp("analyze_errors");
+  const fs::path& dir = tmp.path;
   fs::create_directories(dir);
   const std::string out = " --out " + (dir / "out").string();
   std::ofstream(dir / "bad.jsonl") << "{\"context\": \"a\", \"question\": \"b\"}\nnot json\n";

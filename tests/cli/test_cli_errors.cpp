@@ -12,6 +12,7 @@
 #include "support/gguf_writer.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -20,8 +21,11 @@ namespace fs = std::filesystem;
 
 void expect_error(const std::string& args, const std::string& needle) { test::expect_cli_error(args, needle); }
 
+// The files go in one directory, removed when the tests end.
 std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
-  const fs::path p = fs::temp_directory_path() / ("snapkv_cli_" + std::to_string(::getpid()) + "_" + name);
+  static const test::TempDir dir("cli_errors");
+  fs::create_directories(dir.path);
+  const fs::path p = dir.path / name;
   std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return p.string();
 }

@@ -16,6 +16,8 @@ CliRun run_example(const std::string& args) {
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
+  std::filesystem::remove(base + ".out");
+  std::filesystem::remove(base + ".err");
   return r;
 }
 

@@ -38,8 +38,10 @@ std::string curl_post(int port, const std::string& path, const json& body) {
   std::FILE* f = std::fopen(file.c_str(), "w");
   std::fputs(body.dump().c_str(), f);
   std::fclose(f);
-  return shell(fmt::format("curl -sN --max-time 120 -H 'Content-Type: application/json' --data-binary @{} "
-                           "http://127.0.0.1:{}{}", file, port, path));
+  const std::string response = shell(fmt::format("curl -sN --max-time 120 -H 'Content-Type: application/json' "
+                                                  "--data-binary @{} http://127.0.0.1:{}{}", file, port, path));
+  std::remove(file.c_str());
+  return response;
 }
 
 // The data: payloads of an SSE body, in order.
