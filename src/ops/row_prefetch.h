@@ -55,7 +55,8 @@ inline void prefetch_bytes(const uint8_t* base, size_t from, size_t to) {
 
 // The kBytes at p + kPrefetchBytes, for a kernel that calls it for each run of kBytes in turn:
 // one prefetch every 64 bytes from the run's start, a fixed number (no loop), so every line
-// of consecutive runs gets one (a line that two runs share, two) whatever the alignment.
+// of consecutive runs gets one (a line that two runs share, two) whatever the alignment. With
+// kL2ThenL1, into L2, and the kBytes at p + kPrefetchNearBytes on into L1.
 template <size_t kBytes, PrefetchTo kTo = PrefetchTo::kL1>
 inline void prefetch_span_ahead(const uint8_t* p) {
   if constexpr (kTo == PrefetchTo::kL2ThenL1) {
