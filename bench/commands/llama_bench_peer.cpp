@@ -69,16 +69,20 @@ PeerResult run_llama_bench(const PeerBenchOptions& o, const std::string& test_ar
   const std::string cmd =
       fmt::format("{} -m {} -t {} {} -r 1 -fa {}{} -o json 2>{}", shell_quote(o.llama_bench), shell_quote(o.model),
                   o.threads, test_args, fa, o.warmup ? "" : " --no-warmup", shell_quote(log.string()));
+  // An error shows the log's tail and leaves no log behind.
+  const auto failed = [&](const std::string& what) {
+    const std::string tail = log_tail(log, 3);
+    fs::remove(log);
+    fail(ErrorKind::kInternal, "llama-bench {} ({}); its last output: {}", what, cmd, tail);
+  };
   std::string out;
   try {
     out = run_command(cmd);
   } catch (const std::exception&) {
-    fail(ErrorKind::kInternal, "llama-bench failed ({}); its last output: {}", cmd, log_tail(log, 3));
+    failed("failed");
   }
   const auto j = nlohmann::json::parse(out, nullptr, false);
-  if (j.is_discarded() || !j.is_array() || j.empty()) {
-    fail(ErrorKind::kInternal, "llama-bench printed no JSON results ({}); its last output: {}", cmd, log_tail(log, 3));
-  }
+  if (j.is_discarded() || !j.is_array() || j.empty()) failed("printed no JSON results");
   PeerResult r;
   for (const auto& t : j) {
     const double tps = t.value("avg_ts", 0.0);
@@ -86,7 +90,7 @@ PeerResult run_llama_bench(const PeerBenchOptions& o, const std::string& test_ar
     r.build_commit = t.value("build_commit", "");
     r.cpu_info = t.value("cpu_info", "");
   }
-  if (!(r.tps > 0)) fail(ErrorKind::kInternal, "llama-bench reported no speed: {}", out);
+  if (!(r.tps > 0)) failed("reported no speed: " + out);
   return r;
 }
 

@@ -204,10 +204,15 @@ TEST(CliBench, DecodeAlternatesWithLlamaBench) {
   }
   EXPECT_NE(test::slurp(dir / "out" / "bench_llamacpp.md").find("Ours / llama.cpp"), std::string::npos);
 
-  // A failing llama-bench: its own last words in the error.
+  // A failing llama-bench: its own last words in the error, and its log not left behind.
+  const auto started = std::filesystem::file_time_type::clock::now();
   test::expect_cli_error(fmt::format("bench decode -m {} --data {} --llama-bench {} --lengths 64 -n 1 --reps 1",
                                      test::default_model_path(), test::data_dir(), fake_llama_bench(dir, true).string()),
                          "failed to load model");
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    const bool log = e.path().filename().string().starts_with("snapkv_llama_bench_");
+    EXPECT_FALSE(log && e.last_write_time() >= started) << e.path();
+  }
 
   // One flash attention setting per measurement, and no warm-up prompt on either side.
   std::filesystem::remove(dir / "args.txt");
