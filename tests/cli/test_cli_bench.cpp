@@ -16,6 +16,7 @@
 #include "ops/matvec_q8.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -112,8 +113,8 @@ TEST(CliBench, PhasePrintsBandwidthRoundTripAndMatvec) {
 }
 
 TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
-  const std::filesystem::path out = std::filesystem::temp_directory_path() / "snapkv_test_bench_decode";
-  std::filesystem::remove_all(out);
+  const test::TempDir tmp("bench_decode");
+  const std::filesystem::path& out = tmp.path;
   const test::CliRun r = test::run_cli(
       fmt::format("bench decode -m {} --data {} -t 2 --lengths 128,256 --batches 1,3 --capacities 64 -n 2 --reps 1 --out {}",
                   test::default_model_path(), test::data_dir(), out.string()),
@@ -138,7 +139,6 @@ TEST(CliBench, DecodeMeasuresEveryContenderAndWritesPlots) {
     EXPECT_NE(text.find("snapkv C=64</text>"), std::string::npos) << svg;
     EXPECT_NE(text.find("<polyline"), std::string::npos) << svg;
   }
-  std::filesystem::remove_all(out);
 }
 
 // A stand-in for llama.cpp's llama-bench: logs its arguments, prints results of the JSON shape
@@ -161,8 +161,8 @@ std::filesystem::path fake_llama_bench(const std::filesystem::path& dir, bool fa
 }
 
 TEST(CliBench, DecodeAlternatesWithLlamaBench) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "snapkv_test_bench_llama_bench";
-  std::filesystem::remove_all(dir);
+  const test::TempDir tmp("bench_llama_bench");
+  const std::filesystem::path& dir = tmp.path;
   const std::filesystem::path bin = fake_llama_bench(dir, false);
   const test::CliRun r = test::run_cli(
       fmt::format("bench decode -m {} --data {} -t 2 --llama-bench {} --lengths 128 --capacities 64,1024 -n 2 --reps 2 "
@@ -237,7 +237,6 @@ TEST(CliBench, DecodeAlternatesWithLlamaBench) {
   test::expect_cli_error(fmt::format("bench decode --llama-bench {} --llama-fa-decode 2", bin.string()),
                          "--llama-fa-decode");
   test::expect_cli_error("bench decode --no-warmup", "--llama-bench");  // does nothing without it
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CliBench, DecodeRefusesBadParameters) {

@@ -9,6 +9,7 @@
 
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(CliChat, TwoTurnsOnACompressedCache) {
-  const fs::path dir = fs::temp_directory_path() / ("snapkv_chat_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const test::TempDir tmp("chat");
+  const fs::path& dir = tmp.path;
   std::string system;
   for (int i = 0; i < 40; ++i) system += "You are a careful assistant who answers briefly. ";
   std::ofstream(dir / "in.txt") << "Name three colors.\nAnd three animals?\n";
@@ -25,7 +26,6 @@ TEST(CliChat, TwoTurnsOnACompressedCache) {
       fmt::format("chat -m {} -t 2 -n 12 --kv-press snapkv --kv-capacity 96 --kv-window 8 --system '{}' <{}",
                   test::default_model_path(), system, (dir / "in.txt").string()),
       300);
-  fs::remove_all(dir);
   const std::string& out = r.out;
   const std::string& err = r.err;
   ASSERT_EQ(r.status, 0) << err;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +15,7 @@
 #include "eval/fidelity.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -46,8 +46,8 @@ TEST(FidelityMetrics, KlTop1AndNllMatchHandComputedValues) {
 }
 
 TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("snapkv_fidelity_{}", ::getpid());
-  fs::remove_all(out);
+  const test::TempDir tmp("fidelity");
+  const fs::path& out = tmp.path;
   const test::CliRun r = test::run_cli(fmt::format("eval fidelity {} --lengths 600 --n-eval 32 --capacity 128,1024 "
                                     "--presses full,snapkv,random --out {}",
                                     test::eval_args(), out.string()));
@@ -108,7 +108,6 @@ TEST(FidelityCli, SmallRunWritesOneLinePerCellAndSnapKvBehaves) {
   EXPECT_EQ(r.out, test::slurp(out / "fidelity.md"));
   EXPECT_NE(r.out.find("| 600 | snapkv |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("C=1024"), std::string::npos) << r.out;
-  fs::remove_all(out);
 }
 
 // Each case ends with exactly one "error:" line and a non-zero exit, before any long work.

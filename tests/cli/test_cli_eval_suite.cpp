@@ -17,6 +17,7 @@
 #include "eval/results_file.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -31,10 +32,10 @@ std::vector<nlohmann::json> lines_of(const fs::path& path) {
   return rows;
 }
 
+// A folder not made yet, in this binary's temporary directory (which goes when the tests end).
 fs::path fresh_dir(const std::string& name) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("snapkv_{}_{}", name, ::getpid());
-  fs::remove_all(out);
-  return out;
+  static const test::TempDir root("eval_suite");
+  return root.path / name;
 }
 
 TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
@@ -92,7 +93,6 @@ TEST(CliEvalSuite, NiahTinyGridWritesResultsAndResumes) {
 
   // Another needle changes every input: resuming into the same folder is refused.
   test::expect_cli_error(args + " --needle 'The password is swordfish.'", "was run on a different input");
-  fs::remove_all(out);
 }
 
 // A resume runs exactly the results missing from <out>/niah.jsonl.gz and an older run's plain
@@ -163,9 +163,6 @@ TEST(CliEvalSuite, ResumeFromGzipRunsExactlyTheMissingResults) {
   ASSERT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("| full | - | 2 | 7.00 |"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("| snapkv | 128 | 1 | 4.00 | 4.00–4.00 | 100 % |"), std::string::npos) << report.out;
-  fs::remove_all(whole);
-  fs::remove_all(part);
-  fs::remove_all(partial);
 }
 
 // The presses of a case decode in one batch, and each answer stays with its press: full's and
@@ -183,7 +180,6 @@ TEST(CliEvalSuite, AnswersStayWithTheirPressInTheBatch) {
       EXPECT_EQ(j["decode_batch"], i == 0 ? 3 : 1);
       answer[i][j["press"].get<std::string>()] = j["answer"].get<std::string>();
     }
-    fs::remove_all(out);
   }
   ASSERT_EQ(answer[0].size(), 3u);
   EXPECT_EQ(answer[0]["full"], answer[1]["full"]);
@@ -217,7 +213,6 @@ TEST(CliEvalSuite, QuestionPlacementsAreSeparateResults) {
   EXPECT_NE(hash["question-last"], hash["question-first"]);
   EXPECT_TRUE(fs::exists(out / "longeval_lines_budget.svg"));
   EXPECT_TRUE(fs::exists(out / "longeval_lines_snapkv_128.svg"));
-  fs::remove_all(out);
 }
 
 TEST(CliEvalSuite, FlagErrorsAreOneLine) {
@@ -234,7 +229,6 @@ TEST(CliEvalSuite, FlagErrorsAreOneLine) {
   test::expect_cli_error("eval longeval_lines " + base + " --tasks nope", "unknown longeval_lines task 'nope'");
   test::expect_cli_error("eval niah " + base + " --question-first --question-agnostic", "exclude each other");
   test::expect_cli_error("eval niah " + test::eval_args(), "--out");
-  fs::remove_all(out);
 }
 
 }  // namespace

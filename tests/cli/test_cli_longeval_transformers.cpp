@@ -5,7 +5,6 @@
 // logit margin leaves room for rounding are compared (f32 KV cache here, fp32 in transformers).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +17,7 @@
 #include "eval/results_file.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -36,8 +36,8 @@ TEST(LongEvalTransformers, ShippedCasesGetTransformersPromptAndAnswer) {
   }
   // The chosen records, copied in the fixture's order into a data folder of their own: the k-th
   // copied record is case shipped/200_lines/k.
-  const fs::path data = fs::temp_directory_path() / fmt::format("snapkv_longeval_tf_{}", ::getpid());
-  fs::remove_all(data);
+  const test::TempDir tmp("longeval_tf");
+  const fs::path& data = tmp.path;
   fs::create_directories(data / "longeval_lines" / "testcases");
   std::vector<nlohmann::json> want;
   {
@@ -74,7 +74,6 @@ TEST(LongEvalTransformers, ShippedCasesGetTransformersPromptAndAnswer) {
     EXPECT_EQ(got["score"], w["right"].get<bool>() ? 100 : 0);
   }
   EXPECT_EQ(lines.size(), kCases);
-  fs::remove_all(data);
 }
 
 }  // namespace

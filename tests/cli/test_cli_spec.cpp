@@ -14,6 +14,7 @@
 #include "eval/results_file.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -23,7 +24,8 @@ namespace fs = std::filesystem;
 // An essay's opening, then its first sentences again: the model goes on quoting.
 std::string quoting_prompt_file() {
   const std::string essay = test::slurp(fs::path(test::data_dir()) / "niah_paulgraham" / "PaulGrahamEssays" / "addiction.txt");
-  const fs::path p = fs::temp_directory_path() / fmt::format("snapkv_spec_{}.txt", ::getpid());
+  static const test::TempDir dir("spec");
+  const fs::path p = dir.path / "prompt.txt";
   std::ofstream(p) << essay.substr(0, 2400) << "\n\n" << essay.substr(0, 160);
   return p.string();
 }
@@ -44,12 +46,11 @@ TEST(CliSpec, RunPrintsTheSameAnswerWithPromptLookupAndADraftModel) {
     EXPECT_GT(std::stod(m[2]), 1.2) << spec << ": the quote is drafted";
     EXPECT_GT(std::stoi(m[4]), 0);
   }
-  fs::remove(prompt);
 }
 
 TEST(CliSpec, EvalScoresEqualDecodingWithoutAndAreKeptApart) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("snapkv_spec_eval_{}", ::getpid());
-  fs::remove_all(out);
+  const test::TempDir tmp("spec_eval");
+  const fs::path& out = tmp.path;
   const std::string args = fmt::format(
       "eval longeval_lines {} --tasks generated --lengths 1200 --positions 0,100 --presses full,snapkv --capacity 128 "
       "--max-tokens 24 --out {}",
@@ -75,7 +76,6 @@ TEST(CliSpec, EvalScoresEqualDecodingWithoutAndAreKeptApart) {
     EXPECT_EQ(by_spec[1][key]["score"], j["score"]) << key;
   }
   EXPECT_GT(drafted, 0);
-  fs::remove_all(out);
 }
 
 TEST(CliSpec, BadFlagsAreOneErrorLine) {

@@ -9,17 +9,7 @@
 namespace snapkv::test {
 namespace {
 
-CliRun run_example(const std::string& args) {
-  const std::string base = (std::filesystem::temp_directory_path() / fmt::format("snapkv_example_{}", ::getpid())).string();
-  const int rc = std::system(fmt::format("timeout 300 {} {} >{}.out 2>{}.err", SNAPKV_EXAMPLE_ANSWER, args, base, base).c_str());
-  CliRun r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  std::filesystem::remove(base + ".out");
-  std::filesystem::remove(base + ".err");
-  return r;
-}
+CliRun run_example(const std::string& args) { return run_program(SNAPKV_EXAMPLE_ANSWER, args, 300); }
 
 TEST(ExampleAnswer, AnswersAboutALongDocumentFromACompressedCache) {
   const std::string essay = data_dir() + "/niah_paulgraham/PaulGrahamEssays/addiction.txt";

@@ -4,7 +4,6 @@
 // the session that pressed it (question-agnostic); a file made with another model or tokenizer, or
 // asked for a press it cannot take, is refused.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "snapkv/context.h"
 #include "snapkv/error.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
@@ -78,8 +78,10 @@ std::vector<std::vector<int32_t>> positions(const Session& s) {
   return out;
 }
 
+// A file of this binary's temporary directory, which goes when the tests end.
 std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("snapkv_reuse_" + std::to_string(::getpid()) + "_" + name)).string();
+  static const test::TempDir dir("reuse");
+  return (dir.path / name).string();
 }
 
 TEST(ContextReuse, WholeContextPressedAtTheQuestionEqualsOnePrefill) {
@@ -112,7 +114,6 @@ TEST(ContextReuse, WholeContextPressedAtTheQuestionEqualsOnePrefill) {
   ASSERT_EQ(many.size(), 2u);
   for (Session& s : many) EXPECT_EQ(greedy(s, q), expect);
   EXPECT_THROW((void)load_contexts(model(), path, 0), Error);
-  fs::remove(path);
 }
 
 TEST(ContextReuse, PressedContextAnswersAsTheSessionThatPressedIt) {
@@ -136,7 +137,6 @@ TEST(ContextReuse, PressedContextAnswersAsTheSessionThatPressedIt) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("already pressed"), std::string::npos) << e.what();
   }
-  fs::remove(path);
 }
 
 TEST(ContextReuse, PressesThatCannotTakeASavedContextAreRefused) {
@@ -161,7 +161,6 @@ TEST(ContextReuse, PressesThatCannotTakeASavedContextAreRefused) {
   EXPECT_THROW((void)load_context(model(), path, opts(300)), Error);  // no room for a question
   Session empty(model(), opts(1024));
   EXPECT_THROW(save_context(empty, temp_path("empty.snapkv")), Error);
-  fs::remove(path);
 }
 
 // A copy of the default model with one byte changed at `offset`; still a valid model.
@@ -205,7 +204,6 @@ TEST(ContextReuse, FilesOfAnotherModelOrTokenizerAreRefusedByName) {
     fs::remove(file);
   }
   EXPECT_FALSE(token.empty());
-  fs::remove(path);
 }
 
 }  // namespace

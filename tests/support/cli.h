@@ -28,10 +28,10 @@ inline std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// snapkv ARGS (shell words) with a time limit; stdout and stderr captured.
-inline CliRun run_cli(const std::string& args, int timeout_s = 120) {
+// PROGRAM ARGS (shell words) with a time limit; stdout and stderr captured.
+inline CliRun run_program(const std::string& program, const std::string& args, int timeout_s) {
   const std::string base = (std::filesystem::temp_directory_path() / fmt::format("snapkv_cli_{}", ::getpid())).string();
-  const std::string cmd = fmt::format("timeout {} {} {} >{}.out 2>{}.err", timeout_s, SNAPKV_BINARY, args, base, base);
+  const std::string cmd = fmt::format("timeout {} {} {} >{}.out 2>{}.err", timeout_s, program, args, base, base);
   const int rc = std::system(cmd.c_str());
   CliRun r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
@@ -41,6 +41,9 @@ inline CliRun run_cli(const std::string& args, int timeout_s = 120) {
   std::filesystem::remove(base + ".err");
   return r;
 }
+
+// snapkv ARGS.
+inline CliRun run_cli(const std::string& args, int timeout_s = 120) { return run_program(SNAPKV_BINARY, args, timeout_s); }
 
 // The run must fail (non-zero, no timeout or crash) and end with exactly one "error:" line
 // containing needle; earlier stderr lines may only be banners.

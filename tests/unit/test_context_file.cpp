@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "kv/context_file.h"
+#include "support/temp_dir.h"
 #include "snapkv/error.h"
 
 namespace snapkv {
@@ -79,13 +80,6 @@ std::vector<uint8_t> read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("snapkv_ctx_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 void expect_same_cache(const KvCache& a, const KvCache& b) {
   ASSERT_EQ(a.n_layer(), b.n_layer());
   ASSERT_EQ(a.n_head(), b.n_head());
@@ -102,7 +96,8 @@ void expect_same_cache(const KvCache& a, const KvCache& b) {
 }
 
 TEST(ContextFile, RoundTripsWholeAndPressedCaches) {
-  const fs::path dir = temp_dir("roundtrip");
+  const test::TempDir tmp("ctx_roundtrip");
+  const fs::path& dir = tmp.path;
   for (const bool pressed : {false, true}) {
     for (const KvType type : {KvType::kF16, KvType::kBF16, KvType::kF32}) {
       const Saved s = make(9, pressed, type);
@@ -132,7 +127,6 @@ TEST(ContextFile, RoundTripsWholeAndPressedCaches) {
   }
   // No temporary file is left beside the target.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
-  fs::remove_all(dir);
 }
 
 void expect_bad(const std::vector<uint8_t>& bytes, const std::string& why) {
@@ -146,7 +140,8 @@ void expect_bad(const std::vector<uint8_t>& bytes, const std::string& why) {
 }
 
 TEST(ContextFile, EveryTruncationIsRefused) {
-  const fs::path dir = temp_dir("trunc");
+  const test::TempDir tmp("ctx_trunc");
+  const fs::path& dir = tmp.path;
   for (const bool pressed : {false, true}) {
     write(dir / "c.snapkv", make(5, pressed));
     const std::vector<uint8_t> good = read_bytes(dir / "c.snapkv");
@@ -158,11 +153,11 @@ TEST(ContextFile, EveryTruncationIsRefused) {
     longer.push_back(0);
     expect_bad(longer, "a byte appended");
   }
-  fs::remove_all(dir);
 }
 
 TEST(ContextFile, EverySingleByteCorruptionIsRefused) {
-  const fs::path dir = temp_dir("flip");
+  const test::TempDir tmp("ctx_flip");
+  const fs::path& dir = tmp.path;
   for (const bool pressed : {false, true}) {
     write(dir / "c.snapkv", make(5, pressed));
     const std::vector<uint8_t> good = read_bytes(dir / "c.snapkv");
@@ -175,11 +170,11 @@ TEST(ContextFile, EverySingleByteCorruptionIsRefused) {
       }
     }
   }
-  fs::remove_all(dir);
 }
 
 TEST(ContextFile, OtherVersionsAndEmptyFilesAreRefusedByName) {
-  const fs::path dir = temp_dir("version");
+  const test::TempDir tmp("ctx_version");
+  const fs::path& dir = tmp.path;
   write(dir / "c.snapkv", make(4, true));
   std::vector<uint8_t> bytes = read_bytes(dir / "c.snapkv");
   const uint32_t v2 = kContextFileVersion + 1;
@@ -194,11 +189,11 @@ TEST(ContextFile, OtherVersionsAndEmptyFilesAreRefusedByName) {
   EXPECT_THROW((void)ContextFile::open((dir / "empty.snapkv").string()), Error);
   EXPECT_THROW((void)ContextFile::open((dir / "missing.snapkv").string()), Error);
   EXPECT_THROW((void)ContextFile::open(dir.string()), Error);  // a directory
-  fs::remove_all(dir);
 }
 
 TEST(ContextFile, AFailedWriteLeavesTheOldFile) {
-  const fs::path dir = temp_dir("nowrite");
+  const test::TempDir tmp("ctx_nowrite");
+  const fs::path& dir = tmp.path;
   const Saved old = make(4, true);
   write(dir / "c.snapkv", old);
   const std::vector<uint8_t> before = read_bytes(dir / "c.snapkv");
@@ -209,13 +204,13 @@ TEST(ContextFile, AFailedWriteLeavesTheOldFile) {
   EXPECT_THROW(write(dir / "d.snapkv", make(6, false)), Error);
   EXPECT_EQ(read_bytes(dir / "c.snapkv"), before);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
-  fs::remove_all(dir);
 }
 
 // A child process rewrites the file with a bigger state and is killed at a random moment: the
 // file then holds the old state or the new one, whole.
 TEST(ContextFile, AWriteKilledAtAnyPointLeavesTheOldFileOrTheNew) {
-  const fs::path dir = temp_dir("kill");
+  const test::TempDir tmp("ctx_kill");
+  const fs::path& dir = tmp.path;
   const fs::path p = dir / "c.snapkv";
   const Saved old = make(4, true);
   const Saved next = make(40000, false, KvType::kF32, 2);  // ~5 MB: the write takes a while
@@ -253,7 +248,6 @@ TEST(ContextFile, AWriteKilledAtAnyPointLeavesTheOldFileOrTheNew) {
   }
   EXPECT_EQ(saw_old + saw_new, 12);
   std::printf("killed writes: %d left the old file, %d the new one\n", saw_old, saw_new);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // its complete lines and is repaired by rewriting, and garbage is one clear error.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "eval/results_file.h"
 #include "eval/suite_results.h"
 #include "support/cli.h"
+#include "support/temp_dir.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -20,15 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("snapkv_results_{}_{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 TEST(ResultsFile, AppendedMembersReadBackAsOneTextAndGzipIsSmaller) {
-  const fs::path dir = fresh_dir("append");
+  const test::TempDir tmp("results_append");
+  const fs::path& dir = tmp.path;
   const fs::path p = dir / "s.jsonl.gz";
   EXPECT_TRUE(read_result_lines(p).lines.empty()) << "a missing file holds nothing";
   std::vector<std::string> first, second;
@@ -54,20 +48,20 @@ TEST(ResultsFile, AppendedMembersReadBackAsOneTextAndGzipIsSmaller) {
   std::vector<std::string> want = first;
   want.insert(want.end(), second.begin(), second.end());
   EXPECT_EQ(r.lines, want);
-  fs::remove_all(dir);
 }
 
 TEST(ResultsFile, PlainTextIsReadAsItIs) {
-  const fs::path dir = fresh_dir("plain");
+  const test::TempDir tmp("results_plain");
+  const fs::path& dir = tmp.path;
   std::ofstream(dir / "s.jsonl") << "{\"a\": 1}\n\n{\"b\": 2}";  // the last line has no '\n'
   const ResultLines r = read_result_lines(dir / "s.jsonl");
   EXPECT_FALSE(r.truncated);
   EXPECT_EQ(r.lines, (std::vector<std::string>{"{\"a\": 1}", "", "{\"b\": 2}"}));
-  fs::remove_all(dir);
 }
 
 TEST(ResultsFile, MemberCutShortKeepsCompleteLinesAndRewriteRepairsIt) {
-  const fs::path dir = fresh_dir("cut");
+  const test::TempDir tmp("results_cut");
+  const fs::path& dir = tmp.path;
   const fs::path p = dir / "s.jsonl.gz";
   append_result_lines(p, {"one", "two"});
   const size_t whole = fs::file_size(p);
@@ -91,11 +85,11 @@ TEST(ResultsFile, MemberCutShortKeepsCompleteLinesAndRewriteRepairsIt) {
   ASSERT_EQ(repaired.lines.size(), r.lines.size() + 1);
   EXPECT_EQ(repaired.lines.back(), "after");
   EXPECT_FALSE(fs::exists(dir / "s.jsonl.gz.tmp"));
-  fs::remove_all(dir);
 }
 
 TEST(ResultsFile, CorruptDataIsOneErrorNamingTheFile) {
-  const fs::path dir = fresh_dir("corrupt");
+  const test::TempDir tmp("results_corrupt");
+  const fs::path& dir = tmp.path;
   const fs::path p = dir / "s.jsonl.gz";
   append_result_lines(p, {"some result line that compresses", "another one"});
   std::string bytes = test::slurp(p);
@@ -109,7 +103,6 @@ TEST(ResultsFile, CorruptDataIsOneErrorNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
   }
   EXPECT_THROW(append_result_lines(dir / "no" / "such" / "dir.gz", {"x"}), Error);
-  fs::remove_all(dir);
 }
 
 // A report places a row on its suite's heatmap only by int coordinates: a line edited to hold
@@ -139,7 +132,8 @@ TEST(ResultsFile, HeatmapCoordinatesAreIntsOrNothing) {
 // A resume matches results by case, press and capacity: a capacity that is no int is no result of
 // ours, and reading names the file and line.
 TEST(ResultsFile, CapacityPastIntIsNotAResultLine) {
-  const fs::path dir = fresh_dir("capacity");
+  const test::TempDir tmp("results_capacity");
+  const fs::path& dir = tmp.path;
   const auto with = [](const char* cap) {
     return fmt::format(R"({{"case": "c", "press": "snapkv", "capacity": {}, "input_hash": "h", "placement": "end", )"
                        R"("score": 1, "kv_bytes_kept": 1, "kv_bytes_full": 2, "decode_s": 0.5}})", cap);
@@ -156,7 +150,6 @@ TEST(ResultsFile, CapacityPastIntIsNotAResultLine) {
       EXPECT_NE(std::string(e.what()).find("s.jsonl.gz:2:"), std::string::npos) << e.what();
     }
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace

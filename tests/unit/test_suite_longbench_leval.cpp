@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,6 +20,7 @@
 #include "snapkv/tokenizer.h"
 #include "support/eval_model.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -56,14 +56,6 @@ std::vector<nlohmann::json> read_jsonl(const std::string& path, size_t n) {
   std::string line;
   while (out.size() < n && std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
   return out;
-}
-
-// A fresh empty folder under the system's temporary directory.
-std::filesystem::path temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / fmt::format("snapkv_{}_{}", name, getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
 }
 
 // ---- longbench ----
@@ -138,7 +130,8 @@ TEST(SuiteLongBench, BadParameters) {
 }
 
 TEST(SuiteLongBench, MissingOrBrokenDataIsBadFile) {
-  const auto dir = temp_dir("longbench");
+  const test::TempDir tmp("longbench");
+  const auto& dir = tmp.path;
   SuiteParams p = params(0, 1);
   p.data = dir.string();
   std::string msg;
@@ -156,7 +149,6 @@ TEST(SuiteLongBench, MissingOrBrokenDataIsBadFile) {
   std::ofstream(dir / "longbench" / "data" / "multi_news.jsonl") << "{\"context\": \"x\", \"answers\": [\"y\"]}\n";
   EXPECT_EQ(error_of([&] { suite->cases(*real_tokenizer().tok, rendered_tokens); }, &msg), ErrorKind::kBadFile);
   EXPECT_NE(msg.find("_id"), std::string::npos) << msg;
-  std::filesystem::remove_all(dir);
 }
 
 // ---- leval ----
@@ -247,7 +239,8 @@ TEST(SuiteLEval, BadParametersAndData) {
   EXPECT_EQ(error_of([&] { make_leval_suite(p); }), ErrorKind::kInvalidArgument);
   EXPECT_EQ(error_of([&] { make_leval_suite(params(-5, 1)); }), ErrorKind::kInvalidArgument);
 
-  const auto dir = temp_dir("leval");
+  const test::TempDir tmp("leval");
+  const auto& dir = tmp.path;
   p = params(0, 1, {"tpo"});
   p.data = dir.string();
   const auto suite = make_leval_suite(p);
@@ -257,7 +250,6 @@ TEST(SuiteLEval, BadParametersAndData) {
   std::ofstream(dir / "leval" / "Closed-ended-tasks" / "tpo.jsonl") << "{\"input\": \"doc\", \"instructions\": [\"q\"]}\n";
   EXPECT_EQ(error_of([&] { suite->cases(*real_tokenizer().tok, rendered_tokens); }, &msg), ErrorKind::kBadFile);
   EXPECT_NE(msg.find("tpo.jsonl:1"), std::string::npos) << msg;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

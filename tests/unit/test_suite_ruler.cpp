@@ -3,7 +3,6 @@
 // per case) and their sizes, measured with the default model's tokenizer and chat template.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -21,6 +20,7 @@
 #include "snapkv/tokenizer.h"
 #include "support/eval_model.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 #include "util/error.h"
 
 namespace snapkv {
@@ -166,7 +166,8 @@ TEST(RulerSuite, DataErrorsNameTheFile) {
   EXPECT_EQ(error_of([&] { missing->cases(*real_tokenizer().tok, approx_tokens); }, &msg), ErrorKind::kBadFile);
   EXPECT_NE(msg.find("/nonexistent/snapkv-data/ruler/PaulGrahamEssays.json"), std::string::npos) << msg;
 
-  const fs::path dir = fs::temp_directory_path() / ("snapkv_ruler_test_" + std::to_string(::getpid()));
+  const test::TempDir tmp("ruler");
+  const fs::path& dir = tmp.path;
   fs::create_directories(dir / "ruler");
   std::ofstream(dir / "ruler/PaulGrahamEssays.json") << "{\"text\": 42}";
   p.data = dir.string();
@@ -178,7 +179,6 @@ TEST(RulerSuite, DataErrorsNameTheFile) {
   const std::unique_ptr<Suite> no_words = make_ruler_suite(p);
   EXPECT_EQ(error_of([&] { no_words->cases(*real_tokenizer().tok, approx_tokens); }, &msg), ErrorKind::kBadFile);
   EXPECT_NE(msg.find("nounlist.txt"), std::string::npos) << msg;
-  fs::remove_all(dir);
 }
 
 TEST(RulerSuite, EveryTaskHasItsAnswersInItsContext) {
