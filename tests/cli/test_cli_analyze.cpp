@@ -176,7 +176,6 @@ TEST(CliAnalyze, PoolingScoresEveryKernelAndAWholeLayerKeepsTheWholeAnswer) {
 TEST(CliAnalyze, BadPromptsAndFlagsGetOneReadableError) {
   const test::TempDir tmp("analyze_errors");
   const fs::path& dir = tmp.path;
-  fs::create_directories(dir);
   const std::string out = " --out " + (dir / "out").string();
   std::ofstream(dir / "bad.jsonl") << "{\"context\": \"a\", \"question\": \"b\"}\nnot json\n";
   test::expect_cli_error("analyze map " + test::eval_args() + " --prompts-file " + (dir / "bad.jsonl").string() + out,

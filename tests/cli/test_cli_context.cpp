@@ -14,45 +14,39 @@
 
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Files {
-  fs::path dir, doc, whole, pressed;
-  ~Files() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
 // A ~900-token document (the first essays of the needle haystack) compressed twice: whole, and
 // with SnapKV at capacity 256.
-const Files& files() {
-  static const Files f = [] {
-    Files r;
-    r.dir = fs::temp_directory_path() / fmt::format("snapkv_cli_ctx_{}", ::getpid());
-    fs::create_directories(r.dir);
+struct Files {
+  test::TempDir tmp{"cli_ctx"};
+  const fs::path& dir = tmp.path;
+  const fs::path doc = dir / "doc.txt", whole = dir / "whole.snapkv", pressed = dir / "pressed.snapkv";
+
+  Files() {
     std::string text;
     const fs::path essays = fs::path(test::data_dir()) / "niah_paulgraham/PaulGrahamEssays";
     for (const fs::path& e : std::set<fs::path>(fs::directory_iterator(essays), fs::directory_iterator())) {
       text += test::slurp(e);
       if (text.size() > 4000) break;
     }
-    r.doc = r.dir / "doc.txt";
-    std::ofstream(r.doc) << text.substr(0, 3600);
-    r.whole = r.dir / "whole.snapkv";
-    r.pressed = r.dir / "pressed.snapkv";
-    const std::string base = fmt::format("compress -m {} -t 2 --chat -f {}", test::default_model_path(), r.doc.string());
-    const test::CliRun a = test::run_cli(base + " --kv-press full -o " + r.whole.string());
+    std::ofstream(doc) << text.substr(0, 3600);
+    const std::string base = fmt::format("compress -m {} -t 2 --chat -f {}", test::default_model_path(), doc.string());
+    const test::CliRun a = test::run_cli(base + " --kv-press full -o " + whole.string());
     EXPECT_EQ(a.status, 0) << a.err;
     EXPECT_NE(a.err.find("on disk"), std::string::npos) << a.err;
-    const test::CliRun b = test::run_cli(base + " --kv-capacity 256 -o " + r.pressed.string());
+    const test::CliRun b = test::run_cli(base + " --kv-capacity 256 -o " + pressed.string());
     EXPECT_EQ(b.status, 0) << b.err;
-    return r;
-  }();
+  }
+};
+
+const Files& files() {
+  static const Files f;
   return f;
 }
 

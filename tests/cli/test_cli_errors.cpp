@@ -24,7 +24,6 @@ void expect_error(const std::string& args, const std::string& needle) { test::ex
 // The files go in one directory, removed when the tests end.
 std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
   static const test::TempDir dir("cli_errors");
-  fs::create_directories(dir.path);
   const fs::path p = dir.path / name;
   std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return p.string();

@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 
 std::string fuzz_dir() {
   static const snapkv::test::TempDir dir("fuzz_results");
-  fs::create_directories(dir.path);
   return dir.path.string();
 }
 

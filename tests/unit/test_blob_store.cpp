@@ -49,7 +49,6 @@ TEST(DirStore, KeepsValuesAcrossInstancesAndDropsTheLeastRecentlyUsedBeyondItsSi
 
 TEST(DirStore, ATemporaryFileOfAWriterThatDiedGoesAfterAnHour) {
   const test::TempDir dir("blobs");
-  fs::create_directories(dir.path);
   const fs::path stale = dir.path / "k.tmp-123-456", fresh = dir.path / "k.tmp-789-1";
   { std::ofstream(stale) << "half a state"; }
   { std::ofstream(fresh) << "being written"; }
@@ -61,7 +60,6 @@ TEST(DirStore, ATemporaryFileOfAWriterThatDiedGoesAfterAnHour) {
 
 TEST(DirStore, ADirectoryThatCannotBeMadeIsAClearError) {
   const test::TempDir dir("blobs");
-  fs::create_directories(dir.path);
   { std::ofstream(dir.path / "file") << "x"; }
   try {
     BlobStore::open((dir.path / "file").string(), 1000);

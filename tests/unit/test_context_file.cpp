@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "kv/context_file.h"
-#include "support/temp_dir.h"
 #include "snapkv/error.h"
+#include "support/temp_dir.h"
 
 namespace snapkv {
 namespace {
