@@ -1,7 +1,9 @@
 // Attention micro-benchmarks at the default model's shapes (9 query heads, 3 KV heads, head
 // size 64), f16 KV: prefill (a causal chunk of 512 queries at the end of a context of n keys),
 // decode (one query over n keys, in one layer or 30; batched: one per sequence, each over its own
-// n keys) and the observed-attention column sums of a 512-query chunk.
+// n keys) and the observed-attention column sums of a 512-query chunk. AttentionDecodeShape is
+// decode at the larger models' shapes (query heads, KV heads, head size: 32/8/64 as
+// Llama-3.2-1B, 24/8/128 as Llama-3.2-3B, 32/8/128 as Llama-3.1-8B) over 16 layers' caches.
 // Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
 // multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
 //
@@ -25,21 +27,22 @@ struct Fixture {
   AlignedVector<uint16_t> k, v;  // per KV head [n][d]
   std::vector<int32_t> pos;
   std::vector<KvHeadView> views;
-  explicit Fixture(int64_t n) : k(static_cast<size_t>(kKvHeads * n * kDim)), v(k.size()), pos(static_cast<size_t>(n)) {
+  explicit Fixture(int64_t n, int n_kv = kKvHeads, int d = kDim)
+      : k(static_cast<size_t>(n_kv * n * d)), v(k.size()), pos(static_cast<size_t>(n)) {
     std::mt19937 rng(7);
     std::normal_distribution<float> g(0.0f, 1.0f);
     for (auto& x : k) x = f32_to_fp16(g(rng));
     for (auto& x : v) x = f32_to_fp16(g(rng));
     for (int64_t j = 0; j < n; ++j) pos[static_cast<size_t>(j)] = static_cast<int32_t>(j);
-    for (int h = 0; h < kKvHeads; ++h) {
-      const size_t off = static_cast<size_t>(h * n * kDim);
+    for (int h = 0; h < n_kv; ++h) {
+      const size_t off = static_cast<size_t>(h * n * d);
       views.push_back({n, k.data() + off, v.data() + off, pos.data(), KvType::kF16});
     }
   }
 };
 
-std::vector<float> queries(int64_t n_tok) {
-  std::vector<float> q(static_cast<size_t>(n_tok * kHeads * kDim));
+std::vector<float> queries(int64_t n_tok, int n_head = kHeads, int d = kDim) {
+  std::vector<float> q(static_cast<size_t>(n_tok * n_head * d));
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
   for (auto& x : q) x = g(rng);
@@ -87,6 +90,28 @@ void BM_AttentionDecode(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["KV_B/s"] = benchmark::Counter(2.0 * kKvHeads * n * kDim * 2 * layers * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
+// One query over n keys in each of 16 layers' caches in turn, 2 threads, at a larger model's
+// shape: n_head query heads, n_kv KV heads of d dimensions.
+void BM_AttentionDecodeShape(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int n_head = static_cast<int>(state.range(1)), n_kv = static_cast<int>(state.range(2));
+  const int d = static_cast<int>(state.range(3));
+  constexpr int kLayers = 16;
+  std::vector<Fixture> fs;
+  fs.reserve(kLayers);
+  for (int il = 0; il < kLayers; ++il) fs.emplace_back(n, n_kv, d);
+  const std::vector<float> q = queries(1, n_head, d);
+  const int32_t q_pos = static_cast<int32_t>(n - 1);
+  std::vector<float> out(q.size());
+  ThreadPool pool(2);
+  for (auto _ : state) {
+    for (const Fixture& f : fs) attention(q.data(), &q_pos, 1, n_head, d, f.views, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["KV_B/s"] = benchmark::Counter(2.0 * n_kv * n * d * 2 * kLayers * state.iterations(),
                                                 benchmark::Counter::kIsRate);
 }
 
@@ -154,6 +179,11 @@ BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{1024, 8192}, {1, 2}, {1}})
     ->ArgsProduct({{7680}, {1, 2}, {30}})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecodeShape)
+    ->ArgNames({"n", "heads", "kv_heads", "d"})
+    ->ArgsProduct({{4096, 16384}, {32}, {8}, {64, 128}})
+    ->Args({16384, 24, 8, 128})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionVerify)->ArgsProduct({{1024, 8192}, {1, 2, 5, 8}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionColumnSums)->ArgsProduct({{1024, 8192}, {1, 2}})->Unit(benchmark::kMillisecond);

@@ -7,9 +7,9 @@
 // scores accumulate with one broadcast FMA per dimension across all keys of the block (no
 // horizontal sums); on AVX-512, kRowGroup rows at a time share each loaded K and V vector. For
 // few rows (decode) transposing costs more than it saves, so the scores are direct dot products,
-// a group of keys at a time with one transpose-add tree for the group. On
-// AVX-512, decode with a 64-wide head and up to 3 rows skips the block buffers altogether
-// (AttendRangeInRegisters).
+// a group of keys at a time with one transpose-add tree for the group. Decode with up to 3 rows
+// (4 on AVX-512) and a head of whole 4-vector chunks skips the block buffers altogether
+// (AttendRangeInRegisters for a 64-wide head on AVX-512, else AttendRangeInChunks).
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -507,12 +507,12 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
   }
 }
 
-// AttendRange for R <= 3 rows with AVX2's 16 registers, which hold neither a 64-wide head's query
-// rows nor its accumulators (8 vectors a row): scores four keys at a time, a dimension vector at
-// a time (12 partial sums, the R query vectors and the key's vector: 16 registers); values in
-// chunks of 4 vectors of each accumulator row (12 accumulators, R weights and the value's
-// vector), so that each K and V vector is widened once for all R rows, as in
-// AttendRangeInRegisters. The accumulators live in acc between blocks and chunks.
+// AttendRange for R rows where the registers hold neither the query rows nor the accumulators
+// of a whole head (AVX2 with R <= 3; AVX-512 with 4 rows, or a head wider than 64): scores four
+// keys at a time, a dimension vector at a time (4R partial sums, the R query vectors and the
+// key's vector); values in chunks of 4 vectors of each accumulator row (4R accumulators, R
+// weights and the value's vector), so that each K and V vector is widened once for all R rows,
+// as in AttendRangeInRegisters. The accumulators live in acc between blocks and chunks.
 template <class Kv, int R>
 void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                          float* acc, float* m, float* l) {
@@ -595,15 +595,18 @@ void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0
 #endif
 }
 
-// AttendRangeInChunks for up to 3 rows where vectors have 8 lanes (AVX2) and the head is a whole
-// number of chunks, by storage type. Returns false for other shapes and targets.
+// AttendRangeInChunks where the head is a whole number of chunks, by storage type: up to 3 rows
+// where vectors have 8 lanes (AVX2's 16 registers), up to 4 where they have 16 (AVX-512's 32
+// registers: 16 partial sums or accumulators, 4 query vectors or weights and one key or value).
+// Returns false for other shapes and targets.
 template <int R>
 bool AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                          float* acc, float* m, float* l) {
-  if constexpr (hn::MaxLanes(DF()) != 8 || HWY_TARGET == HWY_SCALAR) {
+  constexpr int kL = static_cast<int>(hn::MaxLanes(DF()));
+  if constexpr (HWY_TARGET == HWY_SCALAR || !((kL == 8 && R <= 3) || (kL == 16 && R <= 4))) {
     return false;
   } else {
-    if (d % (4 * 8) != 0) return false;
+    if (d % (4 * kL) != 0) return false;
     switch (kv.type) {
       case KvType::kF16: AttendRangeInChunks<KvF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
       case KvType::kBF16: AttendRangeInChunks<KvBF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
@@ -637,6 +640,7 @@ bool AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
 // to be merged with the other key ranges of the same rows (flash-decoding).
 void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                  float* acc, float* m, float* l) {
+  if (n_rows == 4 && AttendRangeInChunks<4>(q, d, kv, k0, k1, qp, acc, m, l)) return;
   if (n_rows <= 3) {
     const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l) ||
                                           AttendRangeInChunks<3>(q, d, kv, k0, k1, qp, acc, m, l)

@@ -75,6 +75,7 @@ TEST(Attention, MatchesReferenceOverShapes) {
           check(9, 3, d, n_keys, n_tok, 1 + static_cast<int>(seed % 2), seed);
           check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
           check(6, 3, d, n_keys, n_tok, 2, seed + 2000);
+          check(8, 2, d, n_keys, n_tok, 2, seed + 3000);
           ++seed;
         }
       }
@@ -144,9 +145,9 @@ TEST(Attention, DecodeOverManySequencesMatchesReference) {
   });
 }
 
-// Every target, with 1, 2 and 3 query heads per KV head, heads of 32, 64 and 128 dimensions (one,
-// two and four of the AVX2 decode kernel's chunks), and ranges that end inside a group of four
-// keys and past a block of 256.
+// Every target, with 1 to 4 query heads per KV head, heads of 32, 64 and 128 dimensions (one,
+// two and four of the AVX2 decode kernel's chunks; none, one and two of AVX-512's), and ranges
+// that end inside a group of four keys and past a block of 256.
 TEST(Attention, ReadsHalfAndBfloatCaches) {
   test::for_each_target([] {
     uint32_t seed = 7;
@@ -157,6 +158,7 @@ TEST(Attention, ReadsHalfAndBfloatCaches) {
             check(9, 3, d, n_keys, n_tok, 2, seed++, t);
             check(6, 3, d, n_keys, n_tok, 1, seed++, t);
             check(4, 4, d, n_keys, n_tok, 2, seed++, t);
+            check(8, 2, d, n_keys, n_tok, 2, seed++, t);
           }
         }
       }
