@@ -3,7 +3,8 @@
 // decode (one query over n keys, in one layer or 30; batched: one per sequence, each over its own
 // n keys) and the observed-attention column sums of a 512-query chunk. AttentionDecodeShape is
 // decode at the larger models' shapes (query heads, KV heads, head size: 32/8/64 as
-// Llama-3.2-1B, 24/8/128 as Llama-3.2-3B, 32/8/128 as Llama-3.1-8B) over 16 layers' caches.
+// Llama-3.2-1B, 24/8/128 as Llama-3.2-3B, 32/8/128 as Llama-3.1-8B, 28/4/128 as Qwen2.5-7B) over
+// 16 layers' caches.
 // Counters: FLOP/s = 4 * d * (query, key) pairs visited per second (QK and PV, 2 FLOP per
 // multiply-add; column sums count QK twice); KV_B/s = bytes of K and V read per second.
 //
@@ -183,6 +184,7 @@ BENCHMARK(BM_AttentionDecodeShape)
     ->ArgNames({"n", "heads", "kv_heads", "d"})
     ->ArgsProduct({{4096, 16384}, {32}, {8}, {64, 128}})
     ->Args({16384, 24, 8, 128})
+    ->Args({16384, 28, 4, 128})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionVerify)->ArgsProduct({{1024, 8192}, {1, 2, 5, 8}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecodeBatch)->ArgsProduct({{1024, 8192}, {1, 4}})->Unit(benchmark::kMicrosecond);

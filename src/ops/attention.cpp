@@ -7,9 +7,10 @@
 // scores accumulate with one broadcast FMA per dimension across all keys of the block (no
 // horizontal sums); on AVX-512, kRowGroup rows at a time share each loaded K and V vector. For
 // few rows (decode) transposing costs more than it saves, so the scores are direct dot products,
-// a group of keys at a time with one transpose-add tree for the group. Decode with up to 3 rows
-// (4 on AVX-512) and a head of whole 4-vector chunks skips the block buffers altogether
-// (AttendRangeInRegisters for a 64-wide head on AVX-512, else AttendRangeInChunks).
+// a group of keys at a time with one transpose-add tree for the group. Decode over a head of
+// whole 4-vector chunks (AVX2, AVX-512) skips the block buffers altogether: AttendRangeInRegisters
+// for up to 3 rows of a 64-wide head on AVX-512, else AttendRangeInChunks, rows in groups of 3
+// (AVX2) or 4 (AVX-512).
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -507,110 +508,140 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
   }
 }
 
-// AttendRange for R rows where the registers hold neither the query rows nor the accumulators
-// of a whole head (AVX2 with R <= 3; AVX-512 with 4 rows, or a head wider than 64): scores four
-// keys at a time, a dimension vector at a time (4R partial sums, the R query vectors and the
-// key's vector); values in chunks of 4 vectors of each accumulator row (4R accumulators, R
-// weights and the value's vector), so that each K and V vector is widened once for all R rows,
-// as in AttendRangeInRegisters. The accumulators live in acc between blocks and chunks.
+// Rows per group of AttendRangeInChunks: 3 with AVX2's 16 registers, 4 with AVX-512's 32 (4R
+// partial sums or accumulators, R query vectors or weights and one key or value vector).
+constexpr int kChunkRows = hn::MaxLanes(DF()) >= 16 ? 4 : 3;
+// Keys per block of AttendRangeInChunks, as AttendRangeInRegisters's.
+constexpr int kChunkBlock = 256;
+
+// One block of nb keys (K rows at kb, V rows at vb) for R rows of AttendRangeInChunks, whose
+// accumulators lie in acc: scores four keys at a time, a dimension vector at a time (4R partial
+// sums); the online softmax; then the values in chunks of 4 vectors of each accumulator row (4R
+// accumulators), so that each K and V vector is widened once for all R rows. With prefetch, the
+// K and V rows kPrefetchBytes ahead are asked for (the block's first group of rows; the others
+// find its rows in the cache).
 template <class Kv, int R>
-void AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
-                         float* acc, float* m, float* l) {
-#if HWY_TARGET != HWY_SCALAR && HWY_HAVE_FLOAT64
+HWY_INLINE void ChunkBlock(const float* q, int d, const uint8_t* kb, const uint8_t* vb, int nb, const int32_t* pos,
+                           int32_t qp, int32_t lo, float scale, bool prefetch_ahead, float* acc, float* m, float* l) {
   const DF df;
   constexpr size_t kL = hn::MaxLanes(DF());
   constexpr int kChunk = 4;  // vectors of an accumulator row per pass over a block's values
   const int G = d / static_cast<int>(kL);
   const size_t row_bytes = static_cast<size_t>(d) * Kv::kSize;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  std::fill(acc, acc + static_cast<size_t>(R) * d, 0.0f);
-  for (int r = 0; r < R; ++r) m[r] = kNegInf, l[r] = 0.0f;
-  constexpr int kBlock = 256;
-  HWY_ALIGN float s[R][kBlock];
   const auto prefetch = [&](const uint8_t* row) {
     for (size_t o = 0; o < row_bytes; o += 64) prefetch_l2(row + kPrefetchBytes + o);
   };
-  for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
-    const int nb = static_cast<int>(std::min<int64_t>(kBlock, k1 - j0));
-    const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * row_bytes;
-    for (int jk = 0; jk < nb; jk += 4) {
-      // Past nb (the last group of the range) the fourth, third ... key repeats the last one.
-      const uint8_t* key[4];
-      for (int u = 0; u < 4; ++u) key[u] = kb + static_cast<size_t>(std::min(jk + u, nb - 1)) * row_bytes;
+  HWY_ALIGN float s[R][kChunkBlock];
+  for (int jk = 0; jk < nb; jk += 4) {
+    // Past nb (the last group of the range) the fourth, third ... key repeats the last one.
+    const uint8_t* key[4];
+    for (int u = 0; u < 4; ++u) key[u] = kb + static_cast<size_t>(std::min(jk + u, nb - 1)) * row_bytes;
+    if (prefetch_ahead) {
       for (int u = 0; u < 4; ++u) prefetch(key[u]);
-      VF t[4][R];
+    }
+    VF t[4][R];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) t[u][r] = hn::Zero(df);
+    }
+    for (int g = 0; g < G; ++g) {
+      VF qg[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) qg[r] = hn::LoadU(df, q + r * d + g * kL);
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {
+        const VF k = Kv::Load(key[u] + g * kL * Kv::kSize);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) t[u][r] = hn::Zero(df);
+        for (int r = 0; r < R; ++r) t[u][r] = hn::MulAdd(qg[r], k, t[u][r]);
       }
-      for (int g = 0; g < G; ++g) {
-        VF qg[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) qg[r] = hn::LoadU(df, q + r * d + g * kL);
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) {
-          const VF k = Kv::Load(key[u] + g * kL * Kv::kSize);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) t[u][r] = hn::MulAdd(qg[r], k, t[u][r]);
-        }
-      }
-      // (Scores past nb, of the repeated key, are written but not read.)
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) SumOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r], &s[r][jk]);
     }
-    float c[R];
-    for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], kv.pos + j0, nb, qp, lowest_visible(kv, qp), scale, m[r], l[r]);
+    // (Scores past nb, of the repeated key, are written but not read.)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) SumOfLanes4(t[0][r], t[1][r], t[2][r], t[3][r], &s[r][jk]);
+  }
+  float c[R];
+  for (int r = 0; r < R; ++r) c[r] = SoftmaxBlock(s[r], pos, nb, qp, lo, scale, m[r], l[r]);
+  for (int g0 = 0; g0 < G; g0 += kChunk) {
+    VF a[R][kChunk];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const VF vc = hn::Set(df, c[r]);
+#pragma GCC unroll 4
+      for (int g = 0; g < kChunk; ++g) a[r][g] = hn::Mul(hn::LoadU(df, acc + r * d + (g0 + g) * kL), vc);
+    }
+    for (int j = 0; j < nb; ++j) {
+      const uint8_t* row = vb + static_cast<size_t>(j) * row_bytes;
+      if (prefetch_ahead && g0 == 0) prefetch(row);
+      VF p[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) p[r] = hn::Set(df, s[r][j]);
+#pragma GCC unroll 4
+      for (int g = 0; g < kChunk; ++g) {
+        const VF v = Kv::Load(row + (g0 + g) * kL * Kv::kSize);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) a[r][g] = hn::MulAdd(p[r], v, a[r][g]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int g = 0; g < kChunk; ++g) hn::StoreU(a[r][g], df, acc + r * d + (g0 + g) * kL);
+    }
+  }
+}
+
+// AttendRange for any number of rows where the registers hold neither the query rows nor the
+// accumulators of a whole head (AVX2, AVX-512 with a head wider than 64 or more than 3 rows):
+// block by block of keys, the rows in groups of kChunkRows (ChunkBlock); a block's K and V rows
+// come from memory for the first group and from the cache for the others. The accumulators live
+// in acc between blocks, groups and chunks.
+template <class Kv>
+void AttendRangeInChunks(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                         float* acc, float* m, float* l) {
+  const size_t row_bytes = static_cast<size_t>(d) * Kv::kSize;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int32_t lo = lowest_visible(kv, qp);
+  std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
+  std::fill(m, m + n_rows, kNegInf);
+  std::fill(l, l + n_rows, 0.0f);
+  for (int64_t j0 = k0; j0 < k1; j0 += kChunkBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kChunkBlock, k1 - j0));
+    const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * row_bytes;
     const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * row_bytes;
-    for (int g0 = 0; g0 < G; g0 += kChunk) {
-      VF a[R][kChunk];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const VF vc = hn::Set(df, c[r]);
-#pragma GCC unroll 4
-        for (int g = 0; g < kChunk; ++g) a[r][g] = hn::Mul(hn::LoadU(df, acc + r * d + (g0 + g) * kL), vc);
-      }
-      for (int j = 0; j < nb; ++j) {
-        const uint8_t* row = vb + static_cast<size_t>(j) * row_bytes;
-        if (g0 == 0) prefetch(row);
-        VF p[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) p[r] = hn::Set(df, s[r][j]);
-#pragma GCC unroll 4
-        for (int g = 0; g < kChunk; ++g) {
-          const VF v = Kv::Load(row + (g0 + g) * kL * Kv::kSize);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) a[r][g] = hn::MulAdd(p[r], v, a[r][g]);
-        }
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-        for (int g = 0; g < kChunk; ++g) hn::StoreU(a[r][g], df, acc + r * d + (g0 + g) * kL);
+    for (int r0 = 0; r0 < n_rows; r0 += kChunkRows) {
+      const float* qr = q + static_cast<size_t>(r0) * d;
+      float* ar = acc + static_cast<size_t>(r0) * d;
+      const bool ahead = r0 == 0;
+      switch (std::min(kChunkRows, n_rows - r0)) {
+        case 1: ChunkBlock<Kv, 1>(qr, d, kb, vb, nb, kv.pos + j0, qp, lo, scale, ahead, ar, m + r0, l + r0); break;
+        case 2: ChunkBlock<Kv, 2>(qr, d, kb, vb, nb, kv.pos + j0, qp, lo, scale, ahead, ar, m + r0, l + r0); break;
+        case 3: ChunkBlock<Kv, 3>(qr, d, kb, vb, nb, kv.pos + j0, qp, lo, scale, ahead, ar, m + r0, l + r0); break;
+        default:
+          if constexpr (kChunkRows >= 4) {
+            ChunkBlock<Kv, 4>(qr, d, kb, vb, nb, kv.pos + j0, qp, lo, scale, ahead, ar, m + r0, l + r0);
+          }
+          break;
       }
     }
   }
-#else
-  (void)q, (void)d, (void)kv, (void)k0, (void)k1, (void)qp, (void)acc, (void)m, (void)l;
-#endif
 }
 
-// AttendRangeInChunks where the head is a whole number of chunks, by storage type: up to 3 rows
-// where vectors have 8 lanes (AVX2's 16 registers), up to 4 where they have 16 (AVX-512's 32
-// registers: 16 partial sums or accumulators, 4 query vectors or weights and one key or value).
-// Returns false for other shapes and targets.
-template <int R>
-bool AttendRangeInChunks(const float* q, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
-                         float* acc, float* m, float* l) {
-  constexpr int kL = static_cast<int>(hn::MaxLanes(DF()));
-  if constexpr (HWY_TARGET == HWY_SCALAR || !((kL == 8 && R <= 3) || (kL == 16 && R <= 4))) {
+// AttendRangeInChunks by storage type, where vectors have 8 lanes (AVX2) or 16 (AVX-512) and the
+// head is a whole number of 4-vector chunks. Returns false for other shapes and targets (a
+// template, so that theirs never instantiate the kernels).
+template <class D = DF>
+bool AttendInChunks(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
+                    float* acc, float* m, float* l) {
+  constexpr int kL = static_cast<int>(hn::MaxLanes(D()));
+  if constexpr (HWY_TARGET == HWY_SCALAR || !HWY_HAVE_FLOAT64 || (kL != 8 && kL != 16)) {
     return false;
   } else {
     if (d % (4 * kL) != 0) return false;
     switch (kv.type) {
-      case KvType::kF16: AttendRangeInChunks<KvF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
-      case KvType::kBF16: AttendRangeInChunks<KvBF16, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
-      case KvType::kF32: AttendRangeInChunks<KvF32, R>(q, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kF16: AttendRangeInChunks<KvF16>(q, n_rows, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kBF16: AttendRangeInChunks<KvBF16>(q, n_rows, d, kv, k0, k1, qp, acc, m, l); break;
+      case KvType::kF32: AttendRangeInChunks<KvF32>(q, n_rows, d, kv, k0, k1, qp, acc, m, l); break;
     }
     return true;
   }
@@ -640,16 +671,13 @@ bool AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
 // to be merged with the other key ranges of the same rows (flash-decoding).
 void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                  float* acc, float* m, float* l) {
-  if (n_rows == 4 && AttendRangeInChunks<4>(q, d, kv, k0, k1, qp, acc, m, l)) return;
   if (n_rows <= 3) {
-    const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l) ||
-                                          AttendRangeInChunks<3>(q, d, kv, k0, k1, qp, acc, m, l)
-                      : n_rows == 2 ? AttendRangeInRegisters<2>(q, d, kv, k0, k1, qp, acc, m, l) ||
-                                          AttendRangeInChunks<2>(q, d, kv, k0, k1, qp, acc, m, l)
-                                    : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l) ||
-                                          AttendRangeInChunks<1>(q, d, kv, k0, k1, qp, acc, m, l);
+    const bool done = n_rows == 3   ? AttendRangeInRegisters<3>(q, d, kv, k0, k1, qp, acc, m, l)
+                      : n_rows == 2 ? AttendRangeInRegisters<2>(q, d, kv, k0, k1, qp, acc, m, l)
+                                    : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l);
     if (done) return;
   }
+  if (AttendInChunks(q, n_rows, d, kv, k0, k1, qp, acc, m, l)) return;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
   std::fill(m, m + n_rows, kNegInf);

@@ -76,6 +76,7 @@ TEST(Attention, MatchesReferenceOverShapes) {
           check(4, 4, d, n_keys, n_tok, 2, seed + 1000);
           check(6, 3, d, n_keys, n_tok, 2, seed + 2000);
           check(8, 2, d, n_keys, n_tok, 2, seed + 3000);
+          check(14, 2, d, n_keys, n_tok, 2, seed + 4000);
           ++seed;
         }
       }
@@ -145,9 +146,10 @@ TEST(Attention, DecodeOverManySequencesMatchesReference) {
   });
 }
 
-// Every target, with 1 to 4 query heads per KV head, heads of 32, 64 and 128 dimensions (one,
-// two and four of the AVX2 decode kernel's chunks; none, one and two of AVX-512's), and ranges
-// that end inside a group of four keys and past a block of 256.
+// Every target, with 1 to 4 and 7 query heads per KV head (7: groups of 4 and 3 rows on AVX-512,
+// 3, 3 and 1 on AVX2), heads of 32, 64 and 128 dimensions (one, two and four of the AVX2 decode
+// kernel's chunks; none, one and two of AVX-512's), and ranges that end inside a group of four
+// keys and past a block of 256.
 TEST(Attention, ReadsHalfAndBfloatCaches) {
   test::for_each_target([] {
     uint32_t seed = 7;
@@ -159,6 +161,7 @@ TEST(Attention, ReadsHalfAndBfloatCaches) {
             check(6, 3, d, n_keys, n_tok, 1, seed++, t);
             check(4, 4, d, n_keys, n_tok, 2, seed++, t);
             check(8, 2, d, n_keys, n_tok, 2, seed++, t);
+            check(14, 2, d, n_keys, n_tok, 2, seed++, t);
           }
         }
       }
