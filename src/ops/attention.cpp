@@ -38,6 +38,10 @@ inline constexpr int kKeyBlock = 64;   // keys per block: K and V blocks stay in
 inline constexpr int kTokenTile = 32;  // query tokens that share each key block (and its transpose)
 inline constexpr int kFewTokens = 16;  // calls of up to this many tokens take attention_few
 inline constexpr int kTransposeMinRows = 8;
+// Decode's register kernels: keys per pass over K, then V: 256 (32 KiB of f16 K of a 64-wide head,
+// then as much V) in place of kKeyBlock's 64: fewer blocks, so fewer rescales of the accumulators
+// and fewer switches between the K and V streams, which makes decode over a long cache faster.
+inline constexpr int kDecodeBlock = 256;
 // Decode: how far ahead K and V are prefetched. Over a cache in memory, 4 KiB ahead does not hide
 // the memory's latency as well as 8, and 16 KiB is no better than 8.
 inline constexpr size_t kPrefetchBytes = 8192;
@@ -452,13 +456,9 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
     m[r] = kNegInf, l[r] = 0.0f;
     for (int g = 0; g < G; ++g) qv[r][g] = hn::LoadU(df, q + r * d + g * kL), a[r][g] = hn::Zero(df);
   }
-  // Keys per pass over K, then V: 256 (32 KiB of f16 K, then as much V) in place of kKeyBlock's
-  // 64: fewer blocks, so fewer rescales of the accumulators and fewer switches between the K and V
-  // streams, which makes decode over a long cache faster.
-  constexpr int kBlock = 256;
-  HWY_ALIGN float s[R][kBlock];
-  for (int64_t j0 = k0; j0 < k1; j0 += kBlock) {
-    const int nb = static_cast<int>(std::min<int64_t>(kBlock, k1 - j0));
+  HWY_ALIGN float s[R][kDecodeBlock];
+  for (int64_t j0 = k0; j0 < k1; j0 += kDecodeBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kDecodeBlock, k1 - j0));
     const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * kRow;
     // Scores four keys at a time: each row's four products are summed by one transpose-add.
     const auto products = [&](int j, VF* t) HWY_ATTR {
@@ -511,8 +511,6 @@ void AttendRangeInRegisters(const float* q, int d, const KvHeadView& kv, int64_t
 // Rows per group of AttendRangeInChunks: 3 with AVX2's 16 registers, 4 with AVX-512's 32 (4R
 // partial sums or accumulators, R query vectors or weights and one key or value vector).
 constexpr int kChunkRows = hn::MaxLanes(DF()) >= 16 ? 4 : 3;
-// Keys per block of AttendRangeInChunks, as AttendRangeInRegisters's.
-constexpr int kChunkBlock = 256;
 
 // One block of nb keys (K rows at kb, V rows at vb) for R rows of AttendRangeInChunks, whose
 // accumulators lie in acc: scores four keys at a time, a dimension vector at a time (4R partial
@@ -531,7 +529,7 @@ HWY_INLINE void ChunkBlock(const float* q, int d, const uint8_t* kb, const uint8
   const auto prefetch = [&](const uint8_t* row) {
     for (size_t o = 0; o < row_bytes; o += 64) prefetch_l2(row + kPrefetchBytes + o);
   };
-  HWY_ALIGN float s[R][kChunkBlock];
+  HWY_ALIGN float s[R][kDecodeBlock];
   for (int jk = 0; jk < nb; jk += 4) {
     // Past nb (the last group of the range) the fourth, third ... key repeats the last one.
     const uint8_t* key[4];
@@ -595,18 +593,15 @@ HWY_INLINE void ChunkBlock(const float* q, int d, const uint8_t* kb, const uint8
 // accumulators of a whole head (AVX2, AVX-512 with a head wider than 64 or more than 3 rows):
 // block by block of keys, the rows in groups of kChunkRows (ChunkBlock); a block's K and V rows
 // come from memory for the first group and from the cache for the others. The accumulators live
-// in acc between blocks, groups and chunks.
+// in acc between blocks, groups and chunks; acc, m and l come zeroed (AttendRange).
 template <class Kv>
 void AttendRangeInChunks(const float* q, int n_rows, int d, const KvHeadView& kv, int64_t k0, int64_t k1, int32_t qp,
                          float* acc, float* m, float* l) {
   const size_t row_bytes = static_cast<size_t>(d) * Kv::kSize;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int32_t lo = lowest_visible(kv, qp);
-  std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
-  std::fill(m, m + n_rows, kNegInf);
-  std::fill(l, l + n_rows, 0.0f);
-  for (int64_t j0 = k0; j0 < k1; j0 += kChunkBlock) {
-    const int nb = static_cast<int>(std::min<int64_t>(kChunkBlock, k1 - j0));
+  for (int64_t j0 = k0; j0 < k1; j0 += kDecodeBlock) {
+    const int nb = static_cast<int>(std::min<int64_t>(kDecodeBlock, k1 - j0));
     const uint8_t* kb = static_cast<const uint8_t*>(kv.k) + static_cast<size_t>(j0) * row_bytes;
     const uint8_t* vb = static_cast<const uint8_t*>(kv.v) + static_cast<size_t>(j0) * row_bytes;
     for (int r0 = 0; r0 < n_rows; r0 += kChunkRows) {
@@ -677,11 +672,11 @@ void AttendRange(const float* q, int n_rows, int d, const KvHeadView& kv, int64_
                                     : AttendRangeInRegisters<1>(q, d, kv, k0, k1, qp, acc, m, l);
     if (done) return;
   }
-  if (AttendInChunks(q, n_rows, d, kv, k0, k1, qp, acc, m, l)) return;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::fill(acc, acc + static_cast<size_t>(n_rows) * d, 0.0f);
   std::fill(m, m + n_rows, kNegInf);
   std::fill(l, l + n_rows, 0.0f);
+  if (AttendInChunks(q, n_rows, d, kv, k0, k1, qp, acc, m, l)) return;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> kbuf, vbuf;
   if (kv.type != KvType::kF32) kbuf.resize(static_cast<size_t>(d) * kKeyBlock), vbuf.resize(kbuf.size());
   HWY_ALIGN float s[kKeyBlock];
