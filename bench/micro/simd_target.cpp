@@ -5,6 +5,7 @@
 // CPU are a guide, not a measurement of the older CPU.
 //
 //   SNAPKV_BENCH_TARGET=AVX2 snapkv_microbench --benchmark_filter='AttentionDecodeShape'
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
