@@ -10,8 +10,9 @@
 #     --llama-fa-decode 0 --no-warmup" bash scripts/bench_vs_llamacpp.sh   # the 16K SnapKV case (~80 min)
 #
 # Environment (defaults in brackets):
-#   CASES     shape:type list, or gemma3 (the real Gemma-3-270M Q4_K_M of scripts/download_model.sh gemma3)
-#             [1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M, and gemma3 where it was downloaded]
+#   CASES     shape:type list, default (the default model, SmolLM2-135M-Instruct Q4_1), or gemma3
+#             (the real Gemma-3-270M Q4_K_M of scripts/download_model.sh gemma3)
+#             [1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M, gemma3 where it was downloaded, default]
 #   REPS      alternating repetitions per case [5]; REPS_8B for the 8b shape [3]
 #   LENGTH    prompt length, prefilled and then decoded after [512]
 #   N         decode steps [64]
@@ -25,7 +26,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GEMMA3=models/gemma-3-270m-q4_k_m.gguf
-CASES="${CASES:-1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M$([ -f "$GEMMA3" ] && echo " gemma3")}"
+DEFAULT=models/SmolLM2-135M-Instruct.Q4_1.gguf
+CASES="${CASES:-1b:Q4_K_M 1b:Q5_K_M 1b:Q6_K 1b:Q8_0 1b:Q4_0 8b:Q4_K_M$([ -f "$GEMMA3" ] && echo " gemma3") default}"
 REPS="${REPS:-5}"
 REPS_8B="${REPS_8B:-3}"
 LENGTH="${LENGTH:-512}"
@@ -40,11 +42,23 @@ die() { echo "bench_vs_llamacpp.sh: $*" >&2; exit 1; }
 [ -x "$SNAPKV" ] || die "$SNAPKV: not built (cmake --preset release && cmake --build --preset release)"
 [ -x "$LLAMA_BIN/llama-bench" ] || die "$LLAMA_BIN/llama-bench: missing (bash scripts/build_llamacpp.sh)"
 # A case's model file and the name of its results folder.
-model_of() { if [ "$1" = gemma3 ]; then echo "$GEMMA3"; else echo "$MODELS/llama-${1%%:*}-${1#*:}.gguf"; fi; }
-name_of() { if [ "$1" = gemma3 ]; then echo gemma-3-270m-Q4_K_M; else echo "llama-${1%%:*}-${1#*:}"; fi; }
+model_of() {
+  case "$1" in
+    default) echo "$DEFAULT" ;;
+    gemma3) echo "$GEMMA3" ;;
+    *) echo "$MODELS/llama-${1%%:*}-${1#*:}.gguf" ;;
+  esac
+}
+name_of() {
+  case "$1" in
+    default) echo SmolLM2-135M-Q4_1 ;;
+    gemma3) echo gemma-3-270m-Q4_K_M ;;
+    *) echo "llama-${1%%:*}-${1#*:}" ;;
+  esac
+}
 for c in $CASES; do
   f=$(model_of "$c")
-  [ -f "$f" ] || die "$f: missing (bash scripts/make_bench_models.sh --shapes ${c%%:*} --types ${c#*:}, or scripts/download_model.sh gemma3)"
+  [ -f "$f" ] || die "$f: missing (bash scripts/make_bench_models.sh --shapes ${c%%:*} --types ${c#*:}, scripts/download_model.sh gemma3, or scripts/setup.sh for the default model)"
 done
 
 mkdir -p "$OUT"
