@@ -12,7 +12,8 @@ then checks:
     keeps finished requests' states within the KV budget) grew by less than --max-rss-growth between
     the end of the warm-up (the first 20% of the requests) and the end;
   - no oversubscription: of its threads (HTTP connections, scheduler, pool), at most --threads
-    did the work, i.e. used at least a fifth of the busiest thread's CPU time (/proc/PID/task);
+    did the work, i.e. used at least a fifth of the busiest thread's CPU time during the run
+    (/proc/PID/task, loading and start-up left out);
   - SIGTERM stops it with exit status 0.
 It prints one table row per configuration and exits non-zero when any check failed.
 
@@ -222,7 +223,7 @@ class Run:
     cache_warm: int = 0  # the prompt cache's bytes when the RSS was read
     cache_end: int = 0
     rss_peak: int | None = None
-    thread_cpu: list[float] = field(default_factory=list)  # CPU seconds of each server thread
+    thread_cpu: list[float] = field(default_factory=list)  # CPU seconds of each server thread during the run
     exit_status: int | None = None
     failures: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
@@ -267,6 +268,7 @@ def run_config(args, corpus: str, config: str) -> Run:
         threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(args.clients)]
         for t in threads:
             t.start()
+        cpu_before = server.thread_cpu_seconds()  # loading and start-up are not the run's work
         start.wait()
         t0 = time.monotonic()
         last_report = t0
@@ -284,7 +286,7 @@ def run_config(args, corpus: str, config: str) -> Run:
             run.cache_end = int(server.metrics().get("snapkv_prompt_cache_bytes", 0))
             run.rss_peak = server.peak_rss_bytes()
             check_idle(server, run)
-            check_threads(server, run, args.threads)
+            check_threads(server, run, args.threads, cpu_before)
         kinds = [r.kind for r in run.results]
         for kind in ("5xx", "err"):
             bad = [r for r in run.results if r.kind == kind]
@@ -344,11 +346,12 @@ def check_idle(server: SnapkvServer, run: Run):
 
 def busy_threads(cpu: list[float]) -> list[float]:
     """The threads that did the work: at least a fifth of the busiest one's CPU time."""
-    return [s for s in cpu if s >= 0.2 * max(cpu)]
+    top = max(cpu, default=0.0)
+    return [s for s in cpu if s >= 0.2 * top] if top > 0 else []
 
 
-def check_threads(server: SnapkvServer, run: Run, threads: int):
-    run.thread_cpu = server.thread_cpu_seconds()
+def check_threads(server: SnapkvServer, run: Run, threads: int, before: dict[int, float]):
+    run.thread_cpu = [s - before.get(tid, 0.0) for tid, s in server.thread_cpu_seconds().items()]
     busy = busy_threads(run.thread_cpu)
     if len(busy) > threads:
         run.failures.append(f"{len(busy)} threads did the work of -t {threads} (CPU seconds: "

@@ -82,14 +82,14 @@ class SnapkvServer:
     def peak_rss_bytes(self) -> int | None:
         return self._status_kib("VmHWM")
 
-    def thread_cpu_seconds(self) -> list[float]:
-        """CPU seconds (user + system) of each of the server's threads (/proc/PID/task/*/stat)."""
+    def thread_cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds (user + system) of each of the server's threads by thread id (/proc/PID/task/*/stat)."""
         tick = os.sysconf("SC_CLK_TCK")
-        out = []
+        out = {}
         for stat in Path(f"/proc/{self.proc.pid}/task").glob("*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()  # from field 3, the state
-                out.append((int(fields[11]) + int(fields[12])) / tick)  # fields 14 and 15
+                out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / tick  # fields 14 and 15
             except (OSError, ValueError, IndexError):
                 pass  # the thread ended meanwhile
         return out
