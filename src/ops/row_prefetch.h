@@ -22,11 +22,12 @@ inline constexpr size_t kPrefetchBytes = 4096;
 // Q8_0 with integer activations): L2 on Intel, whose own prefetcher takes the lines on to L1, and
 // L1 elsewhere. Asked for in L1, a line holds one of the core's few line-fill buffers for its whole
 // trip from memory: on the 480 MiB-L3 Xeon VM those kernels then decoded the 1B shape's Q8_0
-// 1.2-1.3x and Q4_0 1.1x more slowly. kL2ThenL1 for the interleaved K-quant kernels, on Intel
-// only: into L2 kPrefetchBytes ahead, then from L2 into L1 kPrefetchNearBytes ahead. On that Xeon
+// 1.2-1.3x and Q4_0 1.1x more slowly. kL2ThenL1 for the interleaved K-quant kernels, on every
+// CPU: into L2 kPrefetchBytes ahead, then from L2 into L1 kPrefetchNearBytes ahead. On that Xeon
 // they streamed from memory 1.4x more slowly with L1 prefetches alone than with none, level with
-// L2 ones alone, and 1.07-1.15x faster with both. Elsewhere they have run without any since
-// 2026-12-04 (engineering log, 2026-12-04 late night and 2026-12-05).
+// L2 ones alone, and 1.07-1.15x faster with both; on a Zen 1 VM without any they decoded the 1B
+// shape 1.2-2.4x more slowly, and as fast with L1 prefetches alone (engineering log, 2026-12-04
+// late night, 2026-12-05 and its fifth session).
 enum class PrefetchTo { kL1, kStream, kL2ThenL1 };
 inline constexpr size_t kPrefetchNearBytes = 1024;
 
@@ -60,7 +61,6 @@ inline void prefetch_bytes(const uint8_t* base, size_t from, size_t to) {
 template <size_t kBytes, PrefetchTo kTo = PrefetchTo::kL1>
 inline void prefetch_span_ahead(const uint8_t* p) {
   if constexpr (kTo == PrefetchTo::kL2ThenL1) {
-    if (!kIntelCpu) return;
     for (size_t o = 0; o < kBytes; o += 64) prefetch_l2(p + kPrefetchBytes + o);
     for (size_t o = 0; o < kBytes; o += 64) prefetch_l1(p + kPrefetchNearBytes + o);
   } else {

@@ -19,7 +19,7 @@ import sys
 
 # Kernels (demangled names) and the least number of prefetch instructions each must hold: the
 # Q4_0 / Q4_1 / Q8_0 kernels ask for a block's lines per block, the K-quant ones for a part of
-# a super-block before each granule (4 or 8 parts, two levels on Intel).
+# a super-block before each granule (4 or 8 parts, into L2 and L1).
 KERNELS = {
     re.compile(r"snapkv::q8_(avx2|vnni)::Rows8<"): 3,
     re.compile(r"snapkv::qk_(avx2|vnni)::Q45Rows8<"): 8,
