@@ -8,6 +8,34 @@ namespace {
 
 // How long an idle worker polls for the next job before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(500);
+// How long a poll spins on pause instructions alone before it also offers the core to any other
+// runnable thread between polls. Decode's jobs follow each other within microseconds, so on
+// cores of its own a pool only spins; on a machine running more threads than it has cores (two
+// processes, tests run side by side) the thread we wait for may be the one that needs the core.
+constexpr auto kSpinAlone = std::chrono::microseconds(50);
+
+// Waits between two polls of a value another thread will change.
+class Poll {
+ public:
+  // Returns how long it has waited so far: measured every 64th call, zero between.
+  std::chrono::steady_clock::duration wait() {
+    if (++polls_ % 64 != 0) {
+      cpu_relax();
+      return {};
+    }
+    const auto waited = std::chrono::steady_clock::now() - start_;
+    if (waited > kSpinAlone) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
+    return waited;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int polls_ = 0;
+};
 
 }  // namespace
 
@@ -28,11 +56,9 @@ void ThreadPool::worker(int ith) {
   uint64_t seen = 0;
   for (;;) {
     // Poll for a new generation for a while, then sleep until run() or the destructor wakes us.
-    const auto deadline = std::chrono::steady_clock::now() + kSpin;
-    int polls = 0;
+    Poll poll;
     while (generation_.load(std::memory_order_acquire) == seen) {
-      cpu_relax();
-      if (++polls % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
+      if (poll.wait() > kSpin) {
         std::unique_lock lock(mu_);
         ++sleepers_;
         wake_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
@@ -60,7 +86,7 @@ void ThreadPool::run_job(const Job& job) {
     if (sleepers_ > 0) wake_cv_.notify_all();
   }
   job.call(job.fn, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  for (Poll poll; pending_.load(std::memory_order_acquire) != 0;) poll.wait();
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
