@@ -10,7 +10,10 @@
 // kvpress's token must be its logit within kLogitTolerance, and our argmax must be its token
 // unless its own top-1/top-2 margin is a near-tie. Both sides compute in fp32 in another order,
 // and a press may keep another entry where two scores tie within 1e-5 of the largest
-// (test_press_reference.cpp), so the logits are close, not equal.
+// (test_press_reference.cpp), so the logits are close, not equal. Each context is prefilled once,
+// recording what its cases' presses need, and every case goes on from a copy pressed as a session
+// pressing in prefill would (SessionPress.InPrefillCompressionEqualsPressingARecordedPrefill checks
+// that equality).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "eval/recorded_prefill.h"
 #include "press_fixture.h"
 
 namespace snapkv {
@@ -34,10 +38,24 @@ int argmax(std::span<const float> row) {
   return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
+// The context of the fixture's prompt, prefilled with what all of its cases' presses need recorded.
+std::unique_ptr<RecordedPrefill> record_context(const json& fx, size_t prompt, ThreadPool& pool) {
+  int64_t window = 1;
+  PressNeeds needs;
+  for (const json& c : fx.at("cases")) {
+    if (c.at("prompt").get<size_t>() != prompt) continue;
+    const auto press = make_press(test::config_from(c.at("options")));
+    window = std::max<int64_t>(window, press->window());
+    needs |= press->needs();
+  }
+  const auto context = fx.at("prompts").at(prompt).at("context_ids").get<std::vector<int32_t>>();
+  return std::make_unique<RecordedPrefill>(*test::reference_model().model, context, KvType::kF32, window, needs, pool);
+}
+
 TEST(PressPipeline, QuestionAgnosticGreedyAnswersFollowKvpresssPipeline) {
   const json fx = test::load_fixture("press_pipeline.json");
-  const Decoder& model = *test::reference_model().model;
   ThreadPool pool(2);
+  std::vector<std::unique_ptr<RecordedPrefill>> recorded(fx.at("prompts").size());
   std::vector<std::vector<int32_t>> full_answers(fx.at("prompts").size());
   int pressed_unlike_full = 0;
   for (const json& c : fx.at("cases")) {
@@ -51,11 +69,13 @@ TEST(PressPipeline, QuestionAgnosticGreedyAnswersFollowKvpresssPipeline) {
     const std::string what = c.at("reference").get<std::string>() + " on " + p.at("name").get<std::string>();
     ASSERT_FALSE(ids.empty()) << what;
 
-    const SequenceOptions options{KvType::kF32, test::config_from(c.at("options")), &test::press_inputs_of_default_model()};
-    Sequence s(model, static_cast<int>(context.size() + question.size() + ids.size()), pool, options);
-    s.prefill(context);
+    if (!recorded[prompt]) recorded[prompt] = record_context(fx, prompt, pool);
+    const auto press = make_press(test::config_from(c.at("options")));
+    const auto seq = recorded[prompt]->sequence(press.get(), test::press_inputs_of_default_model(),
+                                                static_cast<int>(context.size() + question.size() + ids.size()));
+    Sequence& s = *seq;
     s.prefill(question, {}, /*compress=*/false);
-    if (options.press.press != "full") {
+    if (press->config().press != "full") {
       for (const KvHeadView& h : s.kv().layer(0)) EXPECT_LT(h.n, static_cast<int64_t>(context.size())) << what;
     }
     float worst = 0;
@@ -76,7 +96,7 @@ TEST(PressPipeline, QuestionAgnosticGreedyAnswersFollowKvpresssPipeline) {
     EXPECT_EQ(parted, "") << what;
     std::printf("%-50s %2zu tokens, largest logit difference %.2e%s%s: %s\n", what.c_str(), ids.size(), worst,
                 parted.empty() ? "" : ", parted at ", parted.c_str(), c.at("answer").dump().c_str());
-    if (options.press.press == "full") {
+    if (press->config().press == "full") {
       full_answers[prompt] = ids;
     } else {
       pressed_unlike_full += ids != full_answers[prompt];

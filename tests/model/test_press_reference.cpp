@@ -2,8 +2,9 @@
 // write: kvpress 0.5.5 (SnapKVPress, PyramidKVPress, AdaKVPress, StreamingLLMPress, KnormPress,
 // ObservedAttentionPress, TOVAPress, ExpectedAttentionPress), the authors' own SnapKVCluster (max
 // and average pooling, one selection per query head as they run it on GQA models) and a numpy
-// transcription of it with the GQA mean, on the default model and prompts of 2K-7K tokens
-// (tests/fixtures/press_selections.json, made by tools/reference/make_press_fixture.py); and
+// transcription of it with the GQA mean, on the default model and prompts of 2K-7K tokens (per
+// query head: 2K and 4K) (tests/fixtures/press_selections.json, made by
+// tools/reference/make_press_fixture.py); and
 // kvpress's ChunkKVPress(SnapKVPress), whole chunks of 10 and 20 (tests/fixtures/press_chunks.json,
 // tools/reference/make_chunk_fixture.py), which has no scores and must match exactly; and
 // kvpress's KVzipPress, its own selection and its scores (tests/fixtures/press_kvzip.json,
@@ -234,9 +235,11 @@ void check_query_heads(size_t prompt_index) {
   }
 }
 
+// On the 2K and 4K prompts only: each case is a prefill of its own, and the 7K prompt's four took
+// 850 s of a CI run on a Zen 1 VM (f32 peak 74 GFLOP/s); the selection code they share with the
+// per-KV-head cases is checked on the 7K prompt by Prompt2.
 TEST(PressReference, OfficialCodePerQueryHeadPrompt0) { check_query_heads(0); }
 TEST(PressReference, OfficialCodePerQueryHeadPrompt1) { check_query_heads(1); }
-TEST(PressReference, OfficialCodePerQueryHeadPrompt2) { check_query_heads(2); }
 TEST(PressReference, ChunkKvPrompt0) { check_prompt(0, KvType::kF32, kF32Rule, "press_chunks.json"); }
 TEST(PressReference, ChunkKvPrompt1) { check_prompt(1, KvType::kF32, kF32Rule, "press_chunks.json"); }
 TEST(PressReference, KvzipPrompt0) { check_prompt(0, KvType::kF32, kKvzipRule, "press_kvzip.json"); }
