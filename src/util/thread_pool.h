@@ -7,8 +7,7 @@
 // before they sleep on a condition variable. Past the first 50 microseconds a waiting thread
 // offers its core to other runnable threads between polls: where threads outnumber cores (two
 // engines on one machine, tests run side by side) pure spinning made each pool wait for a
-// thread the spinners kept off the cores (two 2-thread decodes on 2 cores: 5 tok/s each instead
-// of 29).
+// thread the spinners kept off the cores.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>

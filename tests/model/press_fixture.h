@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <span>
+
 #include "kv/press.h"
 #include "kv/press_inputs.h"
 #include "reference_model.h"
@@ -28,6 +31,22 @@ inline PressConfig config_from(const nlohmann::json& o) {
   }
   EXPECT_EQ(c.validate(), "") << o.dump();
   return c;
+}
+
+// What a recorded prefill must keep for the presses of these fixture cases (their "options"): the
+// widest window of theirs (at least `window`) and every input any of them needs.
+struct Recording {
+  int64_t window = 1;
+  PressNeeds needs;
+};
+inline Recording recording_for(std::span<const nlohmann::json> cases, int64_t window = 1) {
+  Recording r{window, {}};
+  for (const nlohmann::json& c : cases) {
+    const auto press = make_press(config_from(c.at("options")));
+    r.window = std::max<int64_t>(r.window, press->window());
+    r.needs |= press->needs();
+  }
+  return r;
 }
 
 // What presses need of the default model's tokenizer (kvzip: the reconstruction prompt).

@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <vector>
 
 #include "eval/recorded_prefill.h"
 #include "press_fixture.h"
@@ -40,16 +42,13 @@ int argmax(std::span<const float> row) {
 
 // The context of the fixture's prompt, prefilled with what all of its cases' presses need recorded.
 std::unique_ptr<RecordedPrefill> record_context(const json& fx, size_t prompt, ThreadPool& pool) {
-  int64_t window = 1;
-  PressNeeds needs;
-  for (const json& c : fx.at("cases")) {
-    if (c.at("prompt").get<size_t>() != prompt) continue;
-    const auto press = make_press(test::config_from(c.at("options")));
-    window = std::max<int64_t>(window, press->window());
-    needs |= press->needs();
-  }
+  std::vector<json> cases;
+  std::copy_if(fx.at("cases").begin(), fx.at("cases").end(), std::back_inserter(cases),
+               [&](const json& c) { return c.at("prompt").get<size_t>() == prompt; });
+  const test::Recording r = test::recording_for(cases);
   const auto context = fx.at("prompts").at(prompt).at("context_ids").get<std::vector<int32_t>>();
-  return std::make_unique<RecordedPrefill>(*test::reference_model().model, context, KvType::kF32, window, needs, pool);
+  return std::make_unique<RecordedPrefill>(*test::reference_model().model, context, KvType::kF32, r.window, r.needs,
+                                           pool);
 }
 
 TEST(PressPipeline, QuestionAgnosticGreedyAnswersFollowKvpresssPipeline) {

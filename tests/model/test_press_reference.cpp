@@ -175,13 +175,8 @@ PromptCases prompt_cases(size_t prompt_index, bool query_heads = false,
 }
 
 RecordedPrefill record(const PromptCases& p, KvType type, ThreadPool& pool, int64_t window = 1) {
-  PressNeeds needs;
-  for (const json& c : p.cases) {
-    const auto press = make_press(config_from(c.at("options")));
-    window = std::max<int64_t>(window, press->window());
-    needs |= press->needs();
-  }
-  return RecordedPrefill(*test::reference_model().model, p.tokens, type, window, needs, pool);
+  const test::Recording r = test::recording_for(p.cases, window);
+  return RecordedPrefill(*test::reference_model().model, p.tokens, type, r.window, r.needs, pool);
 }
 
 // AdaKV chooses a layer's entries over all of its heads at once: at a near tie across heads a head
@@ -235,9 +230,9 @@ void check_query_heads(size_t prompt_index) {
   }
 }
 
-// On the 2K and 4K prompts only: each case is a prefill of its own, and the 7K prompt's four took
-// 850 s of a CI run on a Zen 1 VM (f32 peak 74 GFLOP/s); the selection code they share with the
-// per-KV-head cases is checked on the 7K prompt by Prompt2.
+// On the 2K and 4K prompts only: each case is a prefill of its own, and the 7K prompt's four are
+// the costliest prefills of the suite on CPUs with a low f32 peak; the selection code they share
+// with the per-KV-head cases is checked on the 7K prompt by Prompt2.
 TEST(PressReference, OfficialCodePerQueryHeadPrompt0) { check_query_heads(0); }
 TEST(PressReference, OfficialCodePerQueryHeadPrompt1) { check_query_heads(1); }
 TEST(PressReference, ChunkKvPrompt0) { check_prompt(0, KvType::kF32, kF32Rule, "press_chunks.json"); }
