@@ -58,25 +58,37 @@ static inline TokenActs TokenAt(const Q8Activations& x, const QkActivations& qk,
 }
 
 // An int32 sum of one token over a sub-block: for 16-bit activations, of the products with xh
-// (s) and with xl (s2).
+// (s) and with xl (s2). AVX2 adds runs of 16-bit pair sums in p (p2) before widening them.
 struct Sum {
-  __m256i s, s2;
+  __m256i s, s2, p, p2;
 };
 
 // s plus the products of two code vectors of one sub-block (4 codes per row per lane, unsigned,
 // at most kMaxCode <= 63), c0 with activations e .. e + 3 of the token and c1 with e + 4 .. e + 7,
-// broadcast. With 16 bits the low bytes go in as the unsigned operand: vpmaddubsw's pairs then
-// reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds the two vectors' 16-bit pair sums
-// before widening them (DotAdd2): always for the signed bytes (4 * 63 * 128 < 2^15), for the low
-// bytes only where 4 * 255 * kMaxCode stays below 2^15 (Q4_K, Q5_K).
-template <int kBits, int kMaxCode>
-static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e) {
+// broadcast: pair i of the sub-block's kPairs. With 16 bits the low bytes go in as the unsigned
+// operand: vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds
+// 16-bit pair sums before widening them, as many as stay below 2^15 (PairSumsRun): with kRuns
+// over the whole sub-block, else two vectors at a time (several tokens' pending sums would not
+// fit in the registers).
+template <int kBits, int kMaxCode, bool kRuns, int kPairs>
+static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e, int i) {
+#if SNAPKV_Q8_VNNI
   s.s = DotAdd2(s.s, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4));
-  if constexpr (kBits == 16 && 4 * 255 * kMaxCode < 32768) {
-    s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
-  } else if constexpr (kBits == 16) {
-    s.s2 = DotAdd(DotAdd(s.s2, Broadcast4(x.lo + e), c0), Broadcast4(x.lo + e + 4), c1);
+  if constexpr (kBits == 16) s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
+#else
+  constexpr int kRun = PairSumsRun(kMaxCode, 128, kRuns ? kPairs : 1);
+  static_assert(kPairs % kRun == 0);  // so that the sub-block's sum ends widened
+  AddToRun<kRun>(s.s, s.p, PairSums2(c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4)), i);
+  if constexpr (kBits == 16) {
+    constexpr int kRun2 = PairSumsRun(kMaxCode, 255, kRuns ? kPairs : 1);
+    if constexpr (kRun2 == 0) {
+      s.s2 = DotAdd(DotAdd(s.s2, Broadcast4(x.lo + e), c0), Broadcast4(x.lo + e + 4), c1);
+    } else {
+      static_assert(kPairs % kRun2 == 0);
+      AddToRun<kRun2>(s.s2, s.p2, PairSums2(Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1), i);
+    }
   }
+#endif
 }
 
 // The sub-block's integer sum of codes times activation codes (exact: at most 63 * 32767 * 32).
@@ -103,8 +115,9 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
                               const float* const xd[T], const float* const xs[T], __m256 acc[T], __m256 off[T]) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   Sum a[T], b[T];
-  for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
+  for (int t = 0; t < T; ++t) a[t] = b[t] = Sum{};
   __m256i lo[2], hi[2];  // chunks k and k + 1
+#pragma GCC unroll 4  // so that AddCodes2's runs are known at compile time
   for (int k = 0; k < 8; k += 2) {
     for (int i = 0; i < 2; ++i) {
       const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32 * (8 * g + k + i)));
@@ -117,8 +130,8 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
       }
     }
     for (int t = 0; t < T; ++t) {
-      AddCodes2<kBits, kQ5 ? 31 : 15>(a[t], lo[0], lo[1], xq[t], 64 * g + 4 * k);
-      AddCodes2<kBits, kQ5 ? 31 : 15>(b[t], hi[0], hi[1], xq[t], 64 * g + 32 + 4 * k);
+      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1, 4>(a[t], lo[0], lo[1], xq[t], 64 * g + 4 * k, k / 2);
+      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1, 4>(b[t], hi[0], hi[1], xq[t], 64 * g + 32 + 4 * k, k / 2);
     }
   }
   const __m256 da = _mm256_mul_ps(sb.d, _mm256_cvtepi32_ps(LaneByte<(2 * g) % 4>(sb.sc[g / 2])));
@@ -219,7 +232,7 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const TokenActs xq[T], 
   const uint8_t* high = p + kHighAt;
   const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
   Sum a[T], b[T];
-  for (int t = 0; t < T; ++t) a[t].s = a[t].s2 = b[t].s = b[t].s2 = _mm256_setzero_si256();
+  for (int t = 0; t < T; ++t) a[t] = b[t] = Sum{};
   constexpr bool kFirst = q < 2;  // chunks 0..7 of the half
   __m256i cl[2], ch[2];             // chunks k and k + 1
   for (int j = 0; j < 4; j += 2) {
@@ -232,8 +245,8 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const TokenActs xq[T], 
                               _mm256_and_si256(Shift16<kFirst ? 0 : -2>(bits), top2));
     }
     for (int t = 0; t < T; ++t) {
-      AddCodes2<kBits, 63>(a[t], cl[0], cl[1], xq[t], 128 * h + 4 * k);
-      AddCodes2<kBits, 63>(b[t], ch[0], ch[1], xq[t], 128 * h + 64 + 4 * k);
+      AddCodes2<kBits, 63, T == 1, 2>(a[t], cl[0], cl[1], xq[t], 128 * h + 4 * k, j / 2);
+      AddCodes2<kBits, 63, T == 1, 2>(b[t], ch[0], ch[1], xq[t], 128 * h + 64 + 4 * k, j / 2);
     }
   }
   __m256i lo[T], hi[T];

@@ -11,6 +11,12 @@ static inline __m256i AddI(__m256i acc, __m256i v) {
   asm("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
   return acc;
 }
+
+// acc + v in 16-bit lanes, in inline assembly for the same reason.
+static inline __m256i AddI16(__m256i acc, __m256i v) {
+  asm("vpaddw %1, %0, %0" : "+x"(acc) : "x"(v));
+  return acc;
+}
 #endif
 
 // acc plus, per group of 4 bytes, the sum of a[i] (unsigned) * b[i] (signed): 8 int32 lanes.
@@ -23,6 +29,42 @@ static inline __m256i DotAdd(__m256i acc, __m256i a, __m256i b) {
 #endif
 }
 
+#if !SNAPKV_Q8_VNNI
+// The 16-bit pair sums of a1 * b1 plus those of a2 * b2 (vpmaddubsw; a unsigned, b signed), for
+// operands whose 4 * |a| * |b| stays below 2^15.
+static inline __m256i PairSums2(__m256i a1, __m256i b1, __m256i a2, __m256i b2) {
+  return _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
+}
+
+// acc plus 16-bit pair sums, widened: per 32-bit lane, the sum of its two halves.
+static inline __m256i Widen(__m256i acc, __m256i pairs) {
+  return AddI(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// How many PairSums2 in a row AVX2 adds in 16-bit lanes before widening them, where each of
+// vpmaddubsw's pair sums is at most 2 * max_a * max_b in magnitude: as many as stay below 2^15,
+// at most max_run (the sum's length), 0 if not even one (DotAdd each vector). One vpmaddwd and
+// vpaddd per run instead of per PairSums2: on CPUs that run 256-bit instructions as two halves
+// (the first Zen generation) the decode kernels are bound by their instructions, not by memory.
+constexpr int PairSumsRun(int max_a, int max_b, int max_run) {
+  const int n = 32767 / (4 * max_a * max_b);
+  return n < max_run ? n : max_run;
+}
+
+// pairs (PairSums2 number i of a sum) joins the run pending in p; a run of kRun ends widened into
+// s. With kRun dividing the sum's length, the sum ends widened.
+template <int kRun>
+static inline void AddToRun(__m256i& s, __m256i& p, __m256i pairs, int i) {
+  static_assert(kRun >= 1);
+  if constexpr (kRun == 1) {
+    s = Widen(s, pairs);
+  } else {
+    p = i % kRun == 0 ? pairs : AddI16(p, pairs);
+    if (i % kRun == kRun - 1) s = Widen(s, p);
+  }
+}
+#endif
+
 // acc + DotAdd(0, a1, b1) + DotAdd(0, a2, b2), for operands whose products keep 4 * |a| * |b|
 // below 2^15 (4-bit codes by signed bytes: 4 * 15 * 128; 6-bit ones: 4 * 63 * 128): AVX2 adds the
 // 16-bit pair sums of the two before widening them, one vpmaddwd and vpaddd fewer.
@@ -30,8 +72,7 @@ static inline __m256i DotAdd2(__m256i acc, __m256i a1, __m256i b1, __m256i a2, _
 #if SNAPKV_Q8_VNNI
   return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(acc, a1, b1), a2, b2);
 #else
-  const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(a1, b1), _mm256_maddubs_epi16(a2, b2));
-  return AddI(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  return Widen(acc, PairSums2(a1, b1, a2, b2));
 #endif
 }
 
