@@ -67,9 +67,9 @@ struct Sum {
 // at most kMaxCode <= 63), c0 with activations e .. e + 3 of the token and c1 with e + 4 .. e + 7,
 // broadcast: pair i of the sub-block's kPairs. With 16 bits the low bytes go in as the unsigned
 // operand: vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds
-// 16-bit pair sums before widening them, as many as stay below 2^15 (PairSumsRun): with kRuns
-// over the whole sub-block, else two vectors at a time (several tokens' pending sums would not
-// fit in the registers).
+// the 16-bit pair sums of as many vectors as keep them below 2^15 before widening them
+// (PairSumsRun): with kRuns up to the whole sub-block, else at most two (several tokens' pending
+// sums would not fit in the registers).
 template <int kBits, int kMaxCode, bool kRuns, int kPairs>
 static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e, int i) {
 #if SNAPKV_Q8_VNNI
