@@ -65,26 +65,26 @@ struct Sum {
 
 // s plus the products of two code vectors of one sub-block (4 codes per row per lane, unsigned,
 // at most kMaxCode <= 63), c0 with activations e .. e + 3 of the token and c1 with e + 4 .. e + 7,
-// broadcast: pair i of the sub-block's kPairs. With 16 bits the low bytes go in as the unsigned
-// operand: vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds
-// the 16-bit pair sums of as many vectors as keep them below 2^15 before widening them
-// (PairSumsRun): with kRuns up to the whole sub-block, else at most two (several tokens' pending
-// sums would not fit in the registers).
-template <int kBits, int kMaxCode, bool kRuns, int kPairs>
+// broadcast: pair i of the sub-block. With 16 bits the low bytes go in as the unsigned operand:
+// vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds the 16-bit
+// pair sums of as many vectors as keep them below 2^15 before widening them (PairSumsRun), at
+// most kMaxRun pairs: the whole sub-block for one token, one pair (two vectors) for several
+// (their pending sums would not fit in the registers). kMaxRun divides the sub-block's pairs.
+template <int kBits, int kMaxCode, int kMaxRun>
 static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e, int i) {
 #if SNAPKV_Q8_VNNI
   s.s = DotAdd2(s.s, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4));
   if constexpr (kBits == 16) s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
 #else
-  constexpr int kRun = PairSumsRun(kMaxCode, 128, kRuns ? kPairs : 1);
-  static_assert(kPairs % kRun == 0);  // so that the sub-block's sum ends widened
+  constexpr int kRun = PairSumsRun(kMaxCode, 128, kMaxRun);
+  static_assert(kMaxRun % kRun == 0);  // so that the sub-block's sum ends widened
   AddToRun<kRun>(s.s, s.p, PairSums2(c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4)), i);
   if constexpr (kBits == 16) {
-    constexpr int kRun2 = PairSumsRun(kMaxCode, 255, kRuns ? kPairs : 1);
+    constexpr int kRun2 = PairSumsRun(kMaxCode, 255, kMaxRun);
     if constexpr (kRun2 == 0) {
       s.s2 = DotAdd(DotAdd(s.s2, Broadcast4(x.lo + e), c0), Broadcast4(x.lo + e + 4), c1);
     } else {
-      static_assert(kPairs % kRun2 == 0);
+      static_assert(kMaxRun % kRun2 == 0);
       AddToRun<kRun2>(s.s2, s.p2, PairSums2(Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1), i);
     }
   }
@@ -130,8 +130,8 @@ static inline void Q45Granule(const uint8_t* codes, const uint8_t* high, const Q
       }
     }
     for (int t = 0; t < T; ++t) {
-      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1, 4>(a[t], lo[0], lo[1], xq[t], 64 * g + 4 * k, k / 2);
-      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1, 4>(b[t], hi[0], hi[1], xq[t], 64 * g + 32 + 4 * k, k / 2);
+      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1 ? 4 : 1>(a[t], lo[0], lo[1], xq[t], 64 * g + 4 * k, k / 2);
+      AddCodes2<kBits, kQ5 ? 31 : 15, T == 1 ? 4 : 1>(b[t], hi[0], hi[1], xq[t], 64 * g + 32 + 4 * k, k / 2);
     }
   }
   const __m256 da = _mm256_mul_ps(sb.d, _mm256_cvtepi32_ps(LaneByte<(2 * g) % 4>(sb.sc[g / 2])));
@@ -245,8 +245,8 @@ static inline void Q6Quarter(const uint8_t* p, __m256 d, const TokenActs xq[T], 
                               _mm256_and_si256(Shift16<kFirst ? 0 : -2>(bits), top2));
     }
     for (int t = 0; t < T; ++t) {
-      AddCodes2<kBits, 63, T == 1, 2>(a[t], cl[0], cl[1], xq[t], 128 * h + 4 * k, j / 2);
-      AddCodes2<kBits, 63, T == 1, 2>(b[t], ch[0], ch[1], xq[t], 128 * h + 64 + 4 * k, j / 2);
+      AddCodes2<kBits, 63, T == 1 ? 2 : 1>(a[t], cl[0], cl[1], xq[t], 128 * h + 4 * k, j / 2);
+      AddCodes2<kBits, 63, T == 1 ? 2 : 1>(b[t], ch[0], ch[1], xq[t], 128 * h + 64 + 4 * k, j / 2);
     }
   }
   __m256i lo[T], hi[T];
