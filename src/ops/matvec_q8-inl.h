@@ -194,6 +194,7 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, const Q16Bytes&
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       __m256i s[T], s1[T], s2[T];
       for (int t = 0; t < T; ++t) s[t] = s1[t] = s2[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8  // so that the runs of pair sums (below) are known at compile time
       for (int k = 0; k < (kType == GgmlType::Q8_0 ? 8 : 4); ++k) {
         const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kCodesAt + 32 * k));
         if constexpr (kBytes) {
@@ -227,7 +228,13 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, const Q16Bytes&
           const __m256i lo = _mm256_and_si256(c, low4);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
           for (int t = 0; t < T; ++t) {
+#if SNAPKV_Q8_VNNI
             s[t] = DotAdd2(s[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k));
+#else  // one token adds the whole block's 16-bit pair sums in s1 before widening them (PairSumsRun)
+            constexpr int kRun = PairSumsRun(15, 128, T == 1 ? 4 : 1);
+            static_assert(4 % kRun == 0);  // so that the block's sum ends widened
+            AddToRun<kRun>(s[t], s1[t], PairSums2(lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k)), k);
+#endif
           }
         }
       }

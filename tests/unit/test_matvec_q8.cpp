@@ -304,8 +304,10 @@ TEST(Q8Matvec, Q8_0HandlesTheCodeMinus128) {
 }
 
 // The 16-bit kernels keep some 4-bit codes in place, 16 or 256 times their value, in the int32
-// sums of a block: every code 15 and every activation at +-32767 is the largest those sums get.
-TEST(Q8Matvec, Q16SumsHoldTheLargestCodesAndActivations) {
+// sums of a block, and AVX2's 8-bit kernel adds a whole block's 16-bit pair sums for one token
+// before widening them: every code at its largest and every activation at +-32767 (+-127) is the
+// largest those sums get.
+TEST(Q8Matvec, SumsHoldTheLargestCodesAndActivations) {
   std::mt19937 rng(19);
   for (GgmlType type : kQ8Types) {
     SCOPED_TRACE(ggml_type_info(type).name);
@@ -315,10 +317,11 @@ TEST(Q8Matvec, Q16SumsHoldTheLargestCodesAndActivations) {
     WeightMatrix w = make_weight_matrix(type, m.data(), 64, 8);
     const AlignedVector<uint8_t> rows8 = interleave_rows8(w);
     w.rows8 = rows8.data();  // the reference reads the file's rows
-    for (float sign : {1.0f, -1.0f}) {
+    for (auto [bits, sign] : {std::pair{8, 1.0f}, {8, -1.0f}, {16, 1.0f}, {16, -1.0f}}) {
+      SCOPED_TRACE(std::to_string(bits) + " bits, sign " + std::to_string(sign));
       const std::vector<float> xf(64, sign);
       Q8Activations x;
-      quantize_q8(xf.data(), 64, 1, x, q8_best_kernel(), 16);
+      quantize_q8(xf.data(), 64, 1, x, q8_best_kernel(), bits);
       std::vector<float> want(8);
       q8_matvec_reference(w, x, want.data());
       for (Q8Kernel k : q8_kernels_supported()) {
