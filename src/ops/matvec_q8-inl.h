@@ -228,13 +228,8 @@ static void Rows8(const WeightMatrix& w, const Q8Activations& x, const Q16Bytes&
           const __m256i lo = _mm256_and_si256(c, low4);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
           for (int t = 0; t < T; ++t) {
-#if SNAPKV_Q8_VNNI
-            s[t] = DotAdd2(s[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k));
-#else  // one token adds the whole block's 16-bit pair sums in s1 before widening them (PairSumsRun)
-            constexpr int kRun = PairSumsRun(15, 128, T == 1 ? 4 : 1);
-            static_assert(4 % kRun == 0);  // so that the block's sum ends widened
-            AddToRun<kRun>(s[t], s1[t], PairSums2(lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k)), k);
-#endif
+            // one token adds the whole block's 16-bit pair sums in s1 before widening them (AVX2)
+            DotAddRun<15, 128, T == 1 ? 4 : 1>(s[t], s1[t], lo, Broadcast4(xq[t] + 4 * k), hi, Broadcast4(xq[t] + 16 + 4 * k), k);
           }
         }
       }

@@ -72,23 +72,8 @@ struct Sum {
 // (their pending sums would not fit in the registers). kMaxRun divides the sub-block's pairs.
 template <int kBits, int kMaxCode, int kMaxRun>
 static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e, int i) {
-#if SNAPKV_Q8_VNNI
-  s.s = DotAdd2(s.s, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4));
-  if constexpr (kBits == 16) s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
-#else
-  constexpr int kRun = PairSumsRun(kMaxCode, 128, kMaxRun);
-  static_assert(kMaxRun % kRun == 0);  // so that the sub-block's sum ends widened
-  AddToRun<kRun>(s.s, s.p, PairSums2(c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4)), i);
-  if constexpr (kBits == 16) {
-    constexpr int kRun2 = PairSumsRun(kMaxCode, 255, kMaxRun);
-    if constexpr (kRun2 == 0) {
-      s.s2 = DotAdd(DotAdd(s.s2, Broadcast4(x.lo + e), c0), Broadcast4(x.lo + e + 4), c1);
-    } else {
-      static_assert(kMaxRun % kRun2 == 0);
-      AddToRun<kRun2>(s.s2, s.p2, PairSums2(Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1), i);
-    }
-  }
-#endif
+  DotAddRun<kMaxCode, 128, kMaxRun>(s.s, s.p, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4), i);
+  if constexpr (kBits == 16) DotAddRun<255, kMaxCode, kMaxRun>(s.s2, s.p2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1, i);
 }
 
 // The sub-block's integer sum of codes times activation codes (exact: at most 63 * 32767 * 32).

@@ -76,6 +76,25 @@ static inline __m256i DotAdd2(__m256i acc, __m256i a1, __m256i b1, __m256i a2, _
 #endif
 }
 
+// s plus a1 * b1 + a2 * b2 (a unsigned, at most kMaxA; b signed, at most kMaxB in magnitude) as
+// pair i of a sum of kMaxRun pairs. VNNI: DotAdd2. AVX2: runs of 16-bit pair sums pending in p
+// (PairSumsRun; kMaxRun a multiple of the run, so that the sum ends widened), or DotAdd each
+// vector where not even one pair fits below 2^15.
+template <int kMaxA, int kMaxB, int kMaxRun>
+static inline void DotAddRun(__m256i& s, __m256i& p, __m256i a1, __m256i b1, __m256i a2, __m256i b2, int i) {
+#if SNAPKV_Q8_VNNI
+  s = DotAdd2(s, a1, b1, a2, b2);
+#else
+  constexpr int kRun = PairSumsRun(kMaxA, kMaxB, kMaxRun);
+  if constexpr (kRun == 0) {
+    s = DotAdd(DotAdd(s, a1, b1), a2, b2);
+  } else {
+    static_assert(kMaxRun % kRun == 0);
+    AddToRun<kRun>(s, p, PairSums2(a1, b1, a2, b2), i);
+  }
+#endif
+}
+
 // acc plus, per 32-bit lane, the sum of the products of its two signed 16-bit halves in a and b.
 static inline __m256i DotAdd16(__m256i acc, __m256i a, __m256i b) {
 #if SNAPKV_Q8_VNNI
