@@ -87,6 +87,7 @@ static inline void DotAddRun(__m256i& s, __m256i& p, __m256i a1, __m256i b1, __m
 #else
   constexpr int kRun = PairSumsRun(kMaxA, kMaxB, kMaxRun);
   if constexpr (kRun == 0) {
+    static_assert(2 * kMaxA * kMaxB < 32768);  // vpmaddubsw's pair sums stay below its saturation
     s = DotAdd(DotAdd(s, a1, b1), a2, b2);
   } else {
     static_assert(kMaxRun % kRun == 0);
