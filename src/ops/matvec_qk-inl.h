@@ -13,11 +13,15 @@
 // 32-bit lane; Q6_K's offset of 32 is taken off each sub-block's integer sum as 32 times the sum
 // of its activation codes.
 //
-// 8-bit activations meet the unsigned codes (4 to 6 bits) in vpdpbusd / vpmaddubsw. 16-bit ones
-// are split into bytes, x = 256 xh + xl with xh signed and xl unsigned (QkActivations), so that
-// the same codes meet them in two 8-bit dot products, sum c xh and sum xl c (the codes in the
-// signed operand), combined as 256 times the first plus the second: the codes stay as the 8-bit
-// path decodes them, where 16-bit lanes would need them split into even and odd bytes.
+// 8-bit activations meet the unsigned codes (4 to 6 bits) in vpdpbusd / vpmaddubsw. With VNNI,
+// 16-bit ones are split into bytes, x = 256 xh + xl with xh signed and xl unsigned
+// (QkActivations), so that the same codes meet them in two 8-bit dot products, sum c xh and sum xl
+// c (the codes in the signed operand), combined as 256 times the first plus the second. AVX2
+// multiplies 16-bit words instead (kWords): each code vector split into its even and odd bytes (an
+// AND and a shift) meets the activation pairs that q16_slot puts side by side in two vpmaddwd,
+// where the bytes would take two vpmaddubsw and one or two vpmaddwd to widen their sums; on CPUs
+// with one vector multiply pipe (the first Zen generation) those multiplies are what a decode
+// step waits for.
 
 #include "ops/matvec_x86_dot-inl.h"
 
@@ -44,42 +48,73 @@ static inline __m256i Shift16(__m256i v) {
   else return v;
 }
 
-// The activations of one token at a super-block: the 8-bit codes (kBits 8), or the high bytes
-// xh and low bytes xl of the 16-bit codes, each in element order.
+// Whether 16-bit activations are multiplied as words (AVX2) rather than as bytes (VNNI).
+constexpr bool kWords = !SNAPKV_Q8_VNNI;
+
+// The activations of one token at a super-block: the 8-bit codes in element order (kBits 8); with
+// 16 bits, the codes in q16_slot's order (kWords), or their high bytes xh and low bytes xl in
+// element order.
 struct TokenActs {
-  const int8_t* q;
-  const uint8_t* lo;
+  const int8_t* q;    // the 8-bit codes, or xh
+  const uint8_t* lo;  // xl
+  const int16_t* w;   // the 16-bit codes
 };
 
 template <int kBits>
 static inline TokenActs TokenAt(const Q8Activations& x, const QkActivations& qk, int64_t t) {
-  if constexpr (kBits == 16) return {qk.bytes.high.data() + t * x.n_in, qk.bytes.low.data() + t * x.n_in};
-  return {x.q.data() + t * x.n_in, nullptr};
+  const int64_t at = t * x.n_in;
+  if constexpr (kBits == 8) return {x.q.data() + at, nullptr, nullptr};
+  else if constexpr (kWords) return {nullptr, nullptr, x.q16.data() + at};
+  else return {qk.bytes.high.data() + at, qk.bytes.low.data() + at, nullptr};
 }
 
-// An int32 sum of one token over a sub-block: for 16-bit activations, of the products with xh
-// (s) and with xl (s2). AVX2 adds runs of 16-bit pair sums in p (p2) before widening them.
+// x moved on to the next super-block.
+template <int kBits>
+static inline void NextSuperBlock(TokenActs& x) {
+  if constexpr (kBits == 8) {
+    x.q += 256;
+  } else if constexpr (kWords) {
+    x.w += 256;
+  } else {
+    x.q += 256;
+    x.lo += 256;
+  }
+}
+
+// An int32 sum of one token over a sub-block: of the products with the 8-bit or 16-bit codes, or
+// with xh (s) and with xl (s2). AVX2 adds runs of 8-bit products' 16-bit pair sums in p before
+// widening them.
 struct Sum {
-  __m256i s, s2, p, p2;
+  __m256i s, s2, p;
 };
 
 // s plus the products of two code vectors of one sub-block (4 codes per row per lane, unsigned,
 // at most kMaxCode <= 63), c0 with activations e .. e + 3 of the token and c1 with e + 4 .. e + 7,
-// broadcast: pair i of the sub-block. With 16 bits the low bytes go in as the unsigned operand:
-// vpmaddubsw's pairs then reach 2 * 255 * 63, below its saturation at 2^15. AVX2 adds the 16-bit
-// pair sums of as many vectors as keep them below 2^15 before widening them (PairSumsRun), at
-// most kMaxRun pairs: the whole sub-block for one token, one pair (two vectors) for several
-// (their pending sums would not fit in the registers). kMaxRun divides the sub-block's pairs.
+// broadcast: pair i of the sub-block. With 16-bit words, codes e and e + 2 (each lane's even
+// bytes) meet the pair of activations at slot e, codes e + 1 and e + 3 (the odd bytes) the pair at
+// slot e + 2. With bytes (VNNI) the low bytes go in as the unsigned operand. AVX2 adds the 16-bit
+// pair sums of as many 8-bit products as keep them below 2^15 before widening them
+// (PairSumsRun), at most kMaxRun pairs: the whole sub-block for one token, one pair (two vectors)
+// for several (their pending sums would not fit in the registers). kMaxRun divides the
+// sub-block's pairs.
 template <int kBits, int kMaxCode, int kMaxRun>
 static inline void AddCodes2(Sum& s, __m256i c0, __m256i c1, const TokenActs& x, int e, int i) {
-  DotAddRun<kMaxCode, 128, kMaxRun>(s.s, s.p, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4), i);
-  if constexpr (kBits == 16) DotAddRun<255, kMaxCode, kMaxRun>(s.s2, s.p2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1, i);
+  if constexpr (kBits == 16 && kWords) {
+    const __m256i even = _mm256_set1_epi16(0xFF);
+    s.s = DotAdd16(s.s, _mm256_and_si256(c0, even), Broadcast4(x.w + e));
+    s.s = DotAdd16(s.s, _mm256_srli_epi16(c0, 8), Broadcast4(x.w + e + 2));
+    s.s = DotAdd16(s.s, _mm256_and_si256(c1, even), Broadcast4(x.w + e + 4));
+    s.s = DotAdd16(s.s, _mm256_srli_epi16(c1, 8), Broadcast4(x.w + e + 6));
+  } else {
+    DotAddRun<kMaxCode, 128, kMaxRun>(s.s, s.p, c0, Broadcast4(x.q + e), c1, Broadcast4(x.q + e + 4), i);
+    if constexpr (kBits == 16) s.s2 = DotAdd2(s.s2, Broadcast4(x.lo + e), c0, Broadcast4(x.lo + e + 4), c1);
+  }
 }
 
 // The sub-block's integer sum of codes times activation codes (exact: at most 63 * 32767 * 32).
 template <int kBits>
 static inline __m256i Total(const Sum& s) {
-  if constexpr (kBits == 16) return _mm256_add_epi32(_mm256_slli_epi32(s.s, 8), s.s2);
+  if constexpr (kBits == 16 && !kWords) return _mm256_add_epi32(_mm256_slli_epi32(s.s, 8), s.s2);
   return s.s;
 }
 
@@ -190,8 +225,7 @@ static void Q45Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActi
       prefetch(3);
       Q45Granule<kQ5, kBits, T, 3>(p + kCodesAt, p + kHighAt, scales, xq, xd, xs, acc, off);
       for (int t = 0; t < T; ++t) {
-        xq[t].q += 256;
-        if constexpr (kBits == 16) xq[t].lo += 256;
+        NextSuperBlock<kBits>(xq[t]);
         xd[t] += 8 * 4;
         xs[t] += 8 * 4;
       }
@@ -297,8 +331,7 @@ static void Q6Rows8(const WeightMatrix& w, const Q8Activations& x, const QkActiv
       prefetch(7);
       Q6Quarter<kBits, T, 1, 3>(p, d, xq, xd, x16, acc);
       for (int t = 0; t < T; ++t) {
-        xq[t].q += 256;
-        if constexpr (kBits == 16) xq[t].lo += 256;
+        NextSuperBlock<kBits>(xq[t]);
         xd[t] += 8 * 4;
         x16[t] += 16;
       }

@@ -59,7 +59,7 @@ void qk_x86_rows(bool vnni, const WeightMatrix& w, const Q8Activations& x, float
       qk.sums16[i] = s;
     }
   }
-  if (x.bits == 16) q16_split_bytes(x, qk.bytes);
+  if (x.bits == 16 && vnni) q16_split_bytes(x, qk.bytes);
   if (vnni) {
     qk_vnni::Rows(w, x, qk, y, r0, r1);
   } else {

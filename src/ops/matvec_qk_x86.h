@@ -12,7 +12,7 @@ namespace snapkv {
 // What the kernels read of the activations besides Q8Activations, made from it once per call.
 struct QkActivations {
   std::vector<int32_t> sums16;  // [n_tok][n_in / 16]: the sums of each 16 codes (Q6_K's offset)
-  Q16Bytes bytes;               // 16-bit codes as bytes; empty for 8-bit ones
+  Q16Bytes bytes;               // 16-bit codes as bytes, for the VNNI kernels; empty otherwise
 };
 
 // q8_matvec_rows for a K-quant matrix with its interleaved copy (w.rows8; r0 and r1 multiples of

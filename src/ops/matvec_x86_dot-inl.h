@@ -43,7 +43,7 @@ static inline __m256i Widen(__m256i acc, __m256i pairs) {
 
 // How many PairSums2 in a row AVX2 adds in 16-bit lanes before widening them, where each of
 // vpmaddubsw's pair sums is at most 2 * max_a * max_b in magnitude: as many as stay below 2^15,
-// at most max_run (the sum's length), 0 if not even one (DotAdd each vector). One vpmaddwd and
+// at most max_run (the sum's length). One vpmaddwd and
 // vpaddd per run instead of per PairSums2: on CPUs that run 256-bit instructions as two halves
 // (the first Zen generation) the decode kernels are bound by their instructions, not by memory.
 constexpr int PairSumsRun(int max_a, int max_b, int max_run) {
@@ -78,21 +78,16 @@ static inline __m256i DotAdd2(__m256i acc, __m256i a1, __m256i b1, __m256i a2, _
 
 // s plus a1 * b1 + a2 * b2 (a unsigned, at most kMaxA; b signed, at most kMaxB in magnitude) as
 // pair i of a sum of kMaxRun pairs. VNNI: DotAdd2. AVX2: runs of 16-bit pair sums pending in p
-// (PairSumsRun; kMaxRun a multiple of the run, so that the sum ends widened), or DotAdd each
-// vector where not even one pair fits below 2^15.
+// (PairSumsRun, at least one pair: 4 * kMaxA * kMaxB below 2^15; kMaxRun a multiple of the run,
+// so that the sum ends widened).
 template <int kMaxA, int kMaxB, int kMaxRun>
 static inline void DotAddRun(__m256i& s, __m256i& p, __m256i a1, __m256i b1, __m256i a2, __m256i b2, int i) {
 #if SNAPKV_Q8_VNNI
   s = DotAdd2(s, a1, b1, a2, b2);
 #else
   constexpr int kRun = PairSumsRun(kMaxA, kMaxB, kMaxRun);
-  if constexpr (kRun == 0) {
-    static_assert(2 * kMaxA * kMaxB < 32768);  // vpmaddubsw's pair sums stay below its saturation
-    s = DotAdd(DotAdd(s, a1, b1), a2, b2);
-  } else {
-    static_assert(kMaxRun % kRun == 0);
-    AddToRun<kRun>(s, p, PairSums2(a1, b1, a2, b2), i);
-  }
+  static_assert(kRun >= 1 && kMaxRun % kRun == 0);
+  AddToRun<kRun>(s, p, PairSums2(a1, b1, a2, b2), i);
 #endif
 }
 
