@@ -43,9 +43,9 @@ static inline __m256i Widen(__m256i acc, __m256i pairs) {
 
 // How many PairSums2 in a row AVX2 adds in 16-bit lanes before widening them, where each of
 // vpmaddubsw's pair sums is at most 2 * max_a * max_b in magnitude: as many as stay below 2^15,
-// at most max_run (the sum's length). One vpmaddwd and
-// vpaddd per run instead of per PairSums2: on CPUs that run 256-bit instructions as two halves
-// (the first Zen generation) the decode kernels are bound by their instructions, not by memory.
+// at most max_run (the sum's length). One vpmaddwd and vpaddd per run instead of per PairSums2:
+// on CPUs that run 256-bit instructions as two halves (the first Zen generation) the decode
+// kernels are bound by their instructions, not by memory.
 constexpr int PairSumsRun(int max_a, int max_b, int max_run) {
   const int n = 32767 / (4 * max_a * max_b);
   return n < max_run ? n : max_run;
